@@ -1,0 +1,45 @@
+# sluice — `make demo` runs sluice end to end on the local rig, `make test`
+# runs every test. Both set up what they need on a fresh Debian machine (as root).
+
+GO      ?= go
+RIG     := hack/rig/rig.sh
+PKGS    := ./...
+SCRIPTS := $(shell find hack -name '*.sh')
+
+.PHONY: test unit rig-test vet lint fuzz rig-up rig-down rig-status demo
+
+## test: bring the rig up, then vet, lint, unit tests and the tests against the rig.
+test: rig-up vet lint unit rig-test
+
+## unit: tests that need nothing but Go (race detector on).
+unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+## rig-test: tests against the rig's real sshd, Slurm and Charliecloud.
+rig-test:
+	$(GO) test -tags rig -count=1 -p 1 -timeout 30m $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+	$(GO) vet -tags rig $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	shellcheck $(SCRIPTS)
+
+## fuzz: a short run of every fuzz target (the seed corpora run in `unit`).
+fuzz:
+	hack/fuzz.sh 30s
+
+rig-up:
+	$(RIG) up
+
+rig-down:
+	$(RIG) down
+
+rig-status:
+	$(RIG) status
+
+## demo: offload a pod to the rig's Slurm and show what happened.
+demo: rig-up
+	$(GO) run ./hack/demo

@@ -1,0 +1,160 @@
+// Package config holds the virtual kubelet's configuration (SPEC S9): its
+// types, loading from YAML with unknown keys refused, defaults, and
+// validation that names the key at fault.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the virtual kubelet's configuration. The YAML keys are the field
+// names, as in the interLink configuration they come from.
+type Config struct {
+	NodeName string  `yaml:"NodeName"`
+	Site     Site    `yaml:"Site"`
+	Network  Network `yaml:"Network"`
+}
+
+// Access says how the virtual kubelet reaches the site.
+type Access string
+
+// The access modes.
+const (
+	AccessSSH   Access = "ssh"   // one SSH connection to the login node
+	AccessLocal Access = "local" // the virtual kubelet runs on the login node
+)
+
+// Site describes the HPC site.
+type Site struct {
+	Access   Access `yaml:"Access"`
+	DataRoot string `yaml:"DataRoot"`
+	// SocketDirRoot is a node-local directory; per-pod socket directories
+	// live under it.
+	SocketDirRoot    string `yaml:"SocketDirRoot"`
+	ContainerRuntime string `yaml:"ContainerRuntime"`
+	// PollInterval is how often the status of all jobs is read.
+	// If zero, 5s.
+	PollInterval time.Duration `yaml:"PollInterval"`
+}
+
+// Network configures the shadows and tunnels.
+type Network struct {
+	EnableTunnel      bool   `yaml:"EnableTunnel"`
+	ShadowMode        string `yaml:"ShadowMode"`
+	TenantNamespace   string `yaml:"TenantNamespace"`
+	RefuseForeignPods bool   `yaml:"RefuseForeignPods"`
+	SSH               SSH    `yaml:"SSH"`
+}
+
+// SSH configures how the site's login node, and through it the compute
+// nodes, are reached.
+type SSH struct {
+	LoginHost string `yaml:"LoginHost"`
+	// Port of the login node's sshd. If zero, 22.
+	Port int    `yaml:"Port"`
+	User string `yaml:"User"`
+	// Auth is publickey or kerberos. If empty, publickey.
+	Auth string `yaml:"Auth"`
+
+	// KeySecret, LoginHostKeys and NodeHostKeys name the Secret and
+	// ConfigMaps that shadows read the credentials from.
+	KeySecret     string `yaml:"KeySecret"`
+	LoginHostKeys string `yaml:"LoginHostKeys"`
+	NodeHostKeys  string `yaml:"NodeHostKeys"`
+
+	// KeyFile and KnownHostsFile are what the virtual kubelet itself uses
+	// when it runs outside the cluster: the private key and the pinned
+	// known_hosts of the login node.
+	KeyFile        string `yaml:"KeyFile"`
+	KnownHostsFile string `yaml:"KnownHostsFile"`
+	// InsecureIgnoreHostKeys turns host key checks off. It exists for
+	// throwaway test sites only and is logged loudly at start-up.
+	InsecureIgnoreHostKeys bool `yaml:"InsecureIgnoreHostKeys"`
+
+	// ForwardTarget is node or login. If empty, node.
+	ForwardTarget        string  `yaml:"ForwardTarget"`
+	ReplicateCredentials bool    `yaml:"ReplicateCredentials"`
+	Reverse              Reverse `yaml:"Reverse"`
+}
+
+// Reverse configures the reverse tunnel (job → cluster).
+type Reverse struct {
+	Enabled bool `yaml:"Enabled"`
+	// Sshd is node or userspace. If empty, node.
+	Sshd string `yaml:"Sshd"`
+	// NodeExec is ssh or srun. If empty, ssh.
+	NodeExec   string `yaml:"NodeExec"`
+	AllowSocks bool   `yaml:"AllowSocks"`
+}
+
+// Load reads the configuration file at path, fills defaults and validates it.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes YAML, refusing unknown keys, then fills defaults and
+// validates the result.
+func Parse(data []byte) (*Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty configuration")
+		}
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("decode: more than one YAML document")
+	}
+	c.Default()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Default fills the keys left empty with their defaults.
+func (c *Config) Default() {
+	if c.Site.Access == "" {
+		c.Site.Access = AccessSSH
+	}
+	if c.Site.PollInterval == 0 {
+		c.Site.PollInterval = 5 * time.Second
+	}
+	if c.Network.ShadowMode == "" {
+		c.Network.ShadowMode = "ssh"
+	}
+	s := &c.Network.SSH
+	if s.Port == 0 {
+		s.Port = 22
+	}
+	if s.Auth == "" {
+		s.Auth = "publickey"
+	}
+	if s.ForwardTarget == "" {
+		s.ForwardTarget = "node"
+	}
+	if s.Reverse.Sshd == "" {
+		s.Reverse.Sshd = "node"
+	}
+	if s.Reverse.NodeExec == "" {
+		s.Reverse.NodeExec = "ssh"
+	}
+}

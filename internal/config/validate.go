@@ -1,0 +1,120 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+var userName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
+
+// Validate checks every key and reports each one at fault by its full name,
+// for example "Network.SSH.Port: must be 1-65535, got 0".
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+
+	if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+		bad("NodeName", "%s", strings.Join(msgs, "; "))
+	}
+
+	s := c.Site
+	oneOf(bad, "Site.Access", string(s.Access), "ssh", "local")
+	absPath(bad, "Site.DataRoot", s.DataRoot, true)
+	absPath(bad, "Site.SocketDirRoot", s.SocketDirRoot, false)
+	oneOf(bad, "Site.ContainerRuntime", s.ContainerRuntime, "apptainer", "singularity", "charliecloud", "none")
+	if s.PollInterval < 100*time.Millisecond {
+		bad("Site.PollInterval", "must be at least 100ms, got %s", s.PollInterval)
+	}
+
+	n := c.Network
+	oneOf(bad, "Network.ShadowMode", n.ShadowMode, "ssh", "none")
+	if n.TenantNamespace != "" {
+		if msgs := validation.IsDNS1123Label(n.TenantNamespace); len(msgs) > 0 {
+			bad("Network.TenantNamespace", "%s", strings.Join(msgs, "; "))
+		}
+	}
+	if n.RefuseForeignPods && n.TenantNamespace == "" {
+		bad("Network.RefuseForeignPods", "needs Network.TenantNamespace")
+	}
+
+	h := n.SSH
+	if s.Access == AccessSSH || n.EnableTunnel {
+		if !isHost(h.LoginHost) {
+			bad("Network.SSH.LoginHost", "must be a host name or IP address, got %q", h.LoginHost)
+		}
+		if !userName.MatchString(h.User) {
+			bad("Network.SSH.User", "must be a user name, got %q", h.User)
+		}
+	}
+	if h.Port < 1 || h.Port > 65535 {
+		bad("Network.SSH.Port", "must be 1-65535, got %d", h.Port)
+	}
+	oneOf(bad, "Network.SSH.Auth", h.Auth, "publickey", "kerberos")
+	if s.Access == AccessSSH {
+		if h.Auth == "publickey" {
+			absPath(bad, "Network.SSH.KeyFile", h.KeyFile, true)
+		}
+		if !h.InsecureIgnoreHostKeys {
+			absPath(bad, "Network.SSH.KnownHostsFile", h.KnownHostsFile, true)
+		}
+	}
+	for key, name := range map[string]string{
+		"Network.SSH.KeySecret":     h.KeySecret,
+		"Network.SSH.LoginHostKeys": h.LoginHostKeys,
+		"Network.SSH.NodeHostKeys":  h.NodeHostKeys,
+	} {
+		if name == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			bad(key, "%s", strings.Join(msgs, "; "))
+		}
+	}
+	oneOf(bad, "Network.SSH.ForwardTarget", h.ForwardTarget, "node", "login")
+	oneOf(bad, "Network.SSH.Reverse.Sshd", h.Reverse.Sshd, "node", "userspace")
+	oneOf(bad, "Network.SSH.Reverse.NodeExec", h.Reverse.NodeExec, "ssh", "srun")
+	return errors.Join(errs...)
+}
+
+type reporter func(key, format string, args ...any)
+
+func oneOf(bad reporter, key, got string, allowed ...string) {
+	for _, a := range allowed {
+		if got == a {
+			return
+		}
+	}
+	bad(key, "must be one of %s, got %q", strings.Join(allowed, ", "), got)
+}
+
+// absPath checks that p is a clean absolute path without spaces or control
+// characters: it ends up in #SBATCH lines and on remote command lines.
+func absPath(bad reporter, key, p string, required bool) {
+	switch {
+	case p == "":
+		if required {
+			bad(key, "is required")
+		}
+	case !path.IsAbs(p) || path.Clean(p) != p:
+		bad(key, "must be a clean absolute path, got %q", p)
+	case strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		bad(key, "must not contain spaces or control characters, got %q", p)
+	}
+}
+
+func isHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	return len(validation.IsDNS1123Subdomain(strings.ToLower(h))) == 0
+}

@@ -1,0 +1,90 @@
+// Package slurm runs pods as Slurm batch jobs on a site: it turns a pod into
+// a Job, renders the job's batch script, and submits, polls, cancels and reads
+// the logs of jobs through a site.Runner.
+package slurm
+
+import (
+	"io/fs"
+	"time"
+)
+
+// Annotations a pod may carry to shape its job.
+const (
+	// AnnotationFlags adds sbatch flags, one per line.
+	AnnotationFlags = "slurm-job.vk.io/flags"
+	// AnnotationPreExec is a shell snippet run before the containers.
+	AnnotationPreExec = "slurm-job.vk.io/pre-exec"
+)
+
+// Runtime names the container runtime the site runs containers with.
+type Runtime string
+
+// The runtimes a site may use.
+const (
+	RuntimeApptainer    Runtime = "apptainer"
+	RuntimeSingularity  Runtime = "singularity" // an alias of apptainer
+	RuntimeCharliecloud Runtime = "charliecloud"
+	RuntimeNone         Runtime = "none" // the command runs directly on the node
+)
+
+// Job is a pod made ready for Slurm: everything its batch script needs, with
+// every reference (ConfigMap, Secret, downward API) already resolved.
+type Job struct {
+	Namespace string
+	Name      string
+	// UID is the pod UID. It names the Slurm job and the job directory.
+	UID string
+
+	// Init containers run one after the other, stopping at the first failure;
+	// then Containers run together.
+	Init       []Container
+	Containers []Container
+
+	Resources Resources
+	// Flags are extra sbatch flags (from AnnotationFlags), each validated.
+	Flags []string
+	// PreExec runs in the batch script before any container.
+	PreExec string
+
+	// Files are written into the job directory before submission:
+	// volume contents and per-container environment files.
+	Files []File
+}
+
+// Container is one container of a job.
+type Container struct {
+	Name  string
+	Image string
+	// Command is the full command line (the container's command followed by
+	// its args). Empty means the image's default command.
+	Command    []string
+	WorkingDir string
+	// EnvFile is the path, relative to the job directory, of the file that
+	// holds the container's environment (in Files, mode 0600).
+	EnvFile string
+	Mounts  []Mount
+}
+
+// Mount binds a path of the job directory into a container.
+type Mount struct {
+	// Source is relative to the job directory.
+	Source   string
+	Target   string
+	ReadOnly bool
+}
+
+// Resources become #SBATCH lines. Zero values are left to the site's defaults.
+type Resources struct {
+	CPUs      int64
+	MemoryMiB int64
+	GPUs      int64
+	TimeLimit time.Duration
+}
+
+// File is a file of the job directory.
+type File struct {
+	// Path is relative to the job directory and never leaves it.
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}

@@ -1,0 +1,35 @@
+package slurm
+
+import "path"
+
+// The job directory, <DataRoot>/<namespace>-<pod uid>/, holds:
+//
+//	job.sh            the batch script
+//	job.id            the Slurm job ID, written after submission
+//	job.exit          the batch script's exit code, written when it ends
+//	<container>.log   the container's output, each line "<RFC 3339 UTC second> <line>"
+//	<container>.exit  the container's exit code, written when it ends
+//	volumes/<name>/   volume contents
+//	env/<container>   the container's environment (0600)
+//
+// Container names are unique within a pod across init and regular containers,
+// so one name never stands for two files.
+const (
+	scriptFile = "job.sh"
+	jobIDFile  = "job.id"
+	jobExit    = "job.exit"
+)
+
+// JobDir is the job directory of a pod.
+func JobDir(dataRoot, namespace, uid string) string {
+	return path.Join(dataRoot, namespace+"-"+uid)
+}
+
+// LogFile is the output file of a container, relative to the job directory.
+func LogFile(container string) string { return container + ".log" }
+
+// ExitFile is the exit-code file of a container, relative to the job directory.
+func ExitFile(container string) string { return container + ".exit" }
+
+// LogTimeLayout is the layout of the timestamp that starts every log line.
+const LogTimeLayout = "2006-01-02T15:04:05Z"

@@ -1,0 +1,99 @@
+// Package testrig gives tests the local rig (hack/rig): the addresses, users,
+// keys and paths it wrote to its rig.env file.
+//
+// Tests that need the rig call Load. Outside CI a missing rig skips the test
+// with the reason; in CI (CI=true) it fails it, since nothing may be skipped
+// there.
+package testrig
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// DefaultEnvFile is where hack/rig writes rig.env unless SLUICE_RIG_DIR says otherwise.
+const DefaultEnvFile = "/var/lib/sluice-rig/rig.env"
+
+// Rig is the running rig, as rig.env describes it.
+type Rig struct {
+	vars map[string]string
+}
+
+// Load reads rig.env, or skips (fails in CI) the test when the rig is not up.
+func Load(t testing.TB) *Rig {
+	t.Helper()
+	file := DefaultEnvFile
+	if dir := os.Getenv("SLUICE_RIG_DIR"); dir != "" {
+		file = filepath.Join(dir, "rig.env")
+	}
+	vars, err := readEnv(file)
+	if err != nil {
+		unavailable(t, "rig not up (run hack/rig/rig.sh up): "+err.Error())
+	}
+	return &Rig{vars: vars}
+}
+
+// Get returns the value of a rig.env key, failing the test if it is missing.
+func (r *Rig) Get(t testing.TB, key string) string {
+	t.Helper()
+	v, ok := r.vars[key]
+	if !ok || v == "" {
+		t.Fatalf("rig.env has no %s", key)
+	}
+	return v
+}
+
+// Ctl runs hack/rig/rig.sh with args (for example "restart", "sshd-login")
+// and fails the test if it fails.
+func (r *Rig) Ctl(t testing.TB, args ...string) {
+	t.Helper()
+	script := filepath.Join(repoRoot(t), "hack", "rig", "rig.sh")
+	out, err := exec.Command(script, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rig.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func unavailable(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(reason)
+	}
+	t.Skip(reason)
+}
+
+func readEnv(file string) (map[string]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vars := make(map[string]string)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		vars[k] = strings.Trim(v, `'"`)
+	}
+	return vars, sc.Err()
+}
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("testrig: cannot find the repository root")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
