@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# rig.env: what tests read (internal/testrig) to find the rig.
+set -euo pipefail
+
+env_write() {
+	local file="${RIG_DIR}/rig.env"
+	{
+		printf '# written by hack/rig/rig.sh up\n'
+		printf 'RIG_DIR=%s\n' "${RIG_DIR}"
+		printf 'RIG_LOGIN_ADDR=%s\n' "${LOGIN_ADDR}"
+		printf 'RIG_LOGIN_PORT=%s\n' 22
+		printf 'RIG_NODE_ADDR=%s\n' "${NODE_ADDR}"
+		printf 'RIG_NODE_NAME=%s\n' "${NODE_NAME}"
+		printf 'RIG_USER=%s\n' "${RIG_USER}"
+		printf 'RIG_USER_UID=%s\n' "$(id -u "${RIG_USER}")"
+		printf 'RIG_OTHER_USER=%s\n' "${RIG_OTHER_USER}"
+		printf 'RIG_KEY=%s\n' "$(user_key "${RIG_USER}")"
+		printf 'RIG_OTHER_KEY=%s\n' "$(user_key "${RIG_OTHER_USER}")"
+		printf 'RIG_KNOWN_HOSTS=%s\n' "${RIG_KNOWN_HOSTS_FILE}"
+		printf 'RIG_NODE_KNOWN_HOSTS=%s\n' "${RIG_NODE_KNOWN_HOSTS_FILE}"
+		printf 'RIG_DATA_ROOT=%s\n' "$(data_root)"
+		printf 'RIG_IMAGE=%s\n' "${RIG_IMAGE_DIR}"
+		printf 'RIG_REDIS_ADDR=%s\n' "${REDIS_ADDR}"
+		printf 'RIG_SOCKET_DIR_ROOT=%s\n' "${SOCKET_DIR_ROOT}"
+		printf 'RIG_SLURM_CONF=%s\n' "${SLURM_CONF}"
+	} >"${file}.tmp"
+	chmod 0644 "${file}.tmp"
+	mv -f "${file}.tmp" "${file}"
+	log "env: ${file}"
+}

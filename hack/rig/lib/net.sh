@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The two network namespaces and their links:
+#   host (the cluster) 10.251.1.1 <-veth-> 10.251.1.2 sluice-login
+#   sluice-login       10.251.2.1 <-veth-> 10.251.2.2 sluice-node
+# No forwarding, no default routes: the host reaches the login node only, and
+# the node is reached only from the login node.
+set -euo pipefail
+
+netns_exists() { [[ -e "/run/netns/$1" ]]; }
+
+link_exists() {
+	local ns="$1" dev="$2"
+	if [[ -z "${ns}" ]]; then
+		ip link show dev "${dev}" >/dev/null 2>&1
+	else
+		ip -n "${ns}" link show dev "${dev}" >/dev/null 2>&1
+	fi
+}
+
+net_up() {
+	local ns
+	for ns in "${NS_LOGIN}" "${NS_NODE}"; do
+		netns_exists "${ns}" || ip netns add "${ns}"
+		ip -n "${ns}" link set lo up
+		# a netns starts with forwarding off; keep it so
+		in_netns_sysctl "${ns}" net.ipv4.ip_forward=0
+	done
+
+	if ! link_exists "" "${VETH_HOST}"; then
+		ip link add "${VETH_HOST}" type veth peer name "${VETH_LOGIN_UP}" netns "${NS_LOGIN}"
+	fi
+	ip addr replace "${HOST_ADDR}/24" dev "${VETH_HOST}"
+	ip link set "${VETH_HOST}" up
+	ip -n "${NS_LOGIN}" addr replace "${LOGIN_ADDR}/24" dev "${VETH_LOGIN_UP}"
+	ip -n "${NS_LOGIN}" link set "${VETH_LOGIN_UP}" up
+
+	if ! link_exists "${NS_LOGIN}" "${VETH_LOGIN_DOWN}"; then
+		ip -n "${NS_LOGIN}" link add "${VETH_LOGIN_DOWN}" type veth peer name "${VETH_NODE}" netns "${NS_NODE}"
+	fi
+	ip -n "${NS_LOGIN}" addr replace "${LOGIN_NODE_SIDE_ADDR}/24" dev "${VETH_LOGIN_DOWN}"
+	ip -n "${NS_LOGIN}" link set "${VETH_LOGIN_DOWN}" up
+	ip -n "${NS_NODE}" addr replace "${NODE_ADDR}/24" dev "${VETH_NODE}"
+	ip -n "${NS_NODE}" link set "${VETH_NODE}" up
+
+	# The host has a default route: without this, packets for the node's
+	# network would leave through it. Unreachable fails them locally.
+	ip route replace unreachable "${NODE_NET}"
+	log "network: ${NS_LOGIN} ${LOGIN_ADDR}, ${NS_NODE} ${NODE_ADDR} (host ${HOST_ADDR})"
+}
+
+in_netns_sysctl() {
+	local ns="$1" setting="$2"
+	nsenter --net="/run/netns/${ns}" -- sysctl -q -w "${setting}" >/dev/null
+}
+
+# netns_pids: every process in the rig's namespaces (daemons, sessions, jobs).
+netns_pids() {
+	local ns
+	for ns in "${NS_LOGIN}" "${NS_NODE}"; do
+		netns_exists "${ns}" && ip netns pids "${ns}"
+	done
+	return 0
+}
+
+net_down() {
+	local pids=()
+	mapfile -t pids < <(netns_pids)
+	if ((${#pids[@]} > 0)); then
+		log "network: stopping ${#pids[@]} leftover process(es) in the namespaces"
+		kill_pids 3 "${pids[@]}"
+	fi
+	ip route del unreachable "${NODE_NET}" 2>/dev/null || true
+	local ns
+	for ns in "${NS_NODE}" "${NS_LOGIN}"; do
+		if netns_exists "${ns}"; then
+			ip netns del "${ns}"
+		fi
+	done
+	# deleting the login namespace removes the pair; make sure
+	if link_exists "" "${VETH_HOST}"; then
+		ip link del "${VETH_HOST}"
+	fi
+	log "network: down"
+}
+
+# net_ok: true when both namespaces and their addresses are in place.
+# (Output is captured, not piped to grep -q: under pipefail, ip dying of
+# SIGPIPE would read as failure.)
+net_ok() {
+	netns_exists "${NS_LOGIN}" && netns_exists "${NS_NODE}" || return 1
+	local host login node
+	host="$(ip -o addr show dev "${VETH_HOST}" 2>/dev/null)" || return 1
+	login="$(ip -n "${NS_LOGIN}" -o addr show 2>/dev/null)" || return 1
+	node="$(ip -n "${NS_NODE}" -o addr show 2>/dev/null)" || return 1
+	[[ "${host}" == *" ${HOST_ADDR}/24 "* ]] &&
+		[[ "${login}" == *" ${LOGIN_ADDR}/24 "* ]] &&
+		[[ "${login}" == *" ${LOGIN_NODE_SIDE_ADDR}/24 "* ]] &&
+		[[ "${node}" == *" ${NODE_ADDR}/24 "* ]]
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The rig's daemons, in start order, and how to start, stop and check each.
+set -euo pipefail
+
+RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis)
+
+# svc_comm SERVICE: the daemon's command name, checked against its PID.
+svc_comm() {
+	case "$1" in
+	munge) printf munged ;;
+	mariadb) printf mariadbd ;;
+	slurmdbd | slurmctld | slurmd) printf '%s' "$1" ;;
+	sshd-login | sshd-node) printf sshd ;;
+	redis) printf redis-server ;;
+	*) die "unknown service $1 (one of: ${RIG_SERVICES[*]})" ;;
+	esac
+}
+
+svc_needs_net() {
+	[[ "$1" != munge && "$1" != redis ]]
+}
+
+service_pid() {
+	pid_of "$1" "$(svc_comm "$1")"
+}
+
+service_start() {
+	local svc="$1" pid
+	svc_comm "${svc}" >/dev/null
+	if pid="$(service_pid "${svc}")"; then
+		log "${svc}: running (pid ${pid})"
+		return 0
+	fi
+	if svc_needs_net "${svc}" && ! net_ok; then
+		die "${svc}: the network is down (run rig.sh up)"
+	fi
+	case "${svc}" in
+	munge) munge_start ;;
+	mariadb) mariadb_start ;;
+	slurmdbd) slurmdbd_start ;;
+	slurmctld) slurmctld_start ;;
+	slurmd) slurmd_start ;;
+	sshd-login | sshd-node) sshd_start "${svc}" ;;
+	redis) redis_start ;;
+	esac
+	log "${svc}: started (pid $(service_pid "${svc}"))"
+}
+
+service_stop() {
+	local svc="$1"
+	if service_pid "${svc}" >/dev/null; then
+		stop_daemon "${svc}" "$(svc_comm "${svc}")"
+		log "${svc}: stopped"
+	else
+		rm -f "$(pid_file "${svc}")"
+		log "${svc}: not running"
+	fi
+}
+
+service_restart() {
+	service_stop "$1"
+	service_start "$1"
+}
+
+# services_up starts what is not running; a running daemon whose config
+# changed is restarted.
+services_up() {
+	slurm_prepare
+	local svc
+	for svc in sshd-login sshd-node; do
+		if sshd_prepare "${svc}" && service_pid "${svc}" >/dev/null; then
+			log "${svc}: config changed"
+			service_stop "${svc}"
+		fi
+	done
+	if ((SLURMDBD_CONF_CHANGED == 0)) && service_pid slurmdbd >/dev/null; then
+		log "slurmdbd: config changed"
+		service_stop slurmdbd
+	fi
+	if ((SLURM_CONF_CHANGED == 0)); then
+		for svc in slurmctld slurmd; do
+			if service_pid "${svc}" >/dev/null; then
+				log "${svc}: slurm.conf changed"
+				service_stop "${svc}"
+			fi
+		done
+	fi
+	known_hosts_up
+	for svc in "${RIG_SERVICES[@]}"; do
+		service_start "${svc}"
+	done
+	wait_until 30 "${NODE_NAME} to be ready" node_ready || die "${NODE_NAME} is not ready: $(node_state)"
+	log "slurm: ${NODE_NAME} $(node_state)"
+}
+
+services_down() {
+	local i
+	for ((i = ${#RIG_SERVICES[@]} - 1; i >= 0; i--)); do
+		service_stop "${RIG_SERVICES[i]}"
+	done
+}
+
+# services_status prints one line per service and fails if any is down.
+services_status() {
+	local svc pid rc=0
+	for svc in "${RIG_SERVICES[@]}"; do
+		if pid="$(service_pid "${svc}")"; then
+			printf '%-11s running (pid %s)\n' "${svc}" "${pid}"
+		else
+			printf '%-11s not running\n' "${svc}"
+			rc=1
+		fi
+	done
+	if net_ok; then
+		printf '%-11s up (%s %s, %s %s)\n' network "${NS_LOGIN}" "${LOGIN_ADDR}" "${NS_NODE}" "${NODE_ADDR}"
+	else
+		printf '%-11s down\n' network
+		rc=1
+	fi
+	return "${rc}"
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# rig.sh: the local rig — a login node and a compute node (network namespaces)
+# with Slurm, sshd and Charliecloud, and Redis on the cluster side.
+#
+#   rig.sh up                       start everything (idempotent)
+#   rig.sh down                     stop everything it started, remove the network
+#   rig.sh status                   one line per service; non-zero if anything is down
+#   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
+#                                   sshd-login sshd-node redis
+#
+# State lives in ${SLUICE_RIG_DIR:-/var/lib/sluice-rig}. See README.md.
+set -euo pipefail
+
+RIG_SRC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# shellcheck source=lib/common.sh
+source "${RIG_SRC_DIR}/lib/common.sh"
+# shellcheck source=lib/packages.sh
+source "${RIG_SRC_DIR}/lib/packages.sh"
+# shellcheck source=lib/net.sh
+source "${RIG_SRC_DIR}/lib/net.sh"
+# shellcheck source=lib/users.sh
+source "${RIG_SRC_DIR}/lib/users.sh"
+# shellcheck source=lib/munge.sh
+source "${RIG_SRC_DIR}/lib/munge.sh"
+# shellcheck source=lib/mariadb.sh
+source "${RIG_SRC_DIR}/lib/mariadb.sh"
+# shellcheck source=lib/slurm.sh
+source "${RIG_SRC_DIR}/lib/slurm.sh"
+# shellcheck source=lib/sshd.sh
+source "${RIG_SRC_DIR}/lib/sshd.sh"
+# shellcheck source=lib/redis.sh
+source "${RIG_SRC_DIR}/lib/redis.sh"
+# shellcheck source=lib/image.sh
+source "${RIG_SRC_DIR}/lib/image.sh"
+# shellcheck source=lib/env.sh
+source "${RIG_SRC_DIR}/lib/env.sh"
+# shellcheck source=lib/services.sh
+source "${RIG_SRC_DIR}/lib/services.sh"
+
+usage() {
+	cat >&2 <<'USAGE'
+usage: rig.sh up | down | status | start|stop|restart SERVICE
+  SERVICE: munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis
+USAGE
+	exit 2
+}
+
+# close_inherited_fds: descriptors other than stdio that the caller left open
+# would otherwise be held by every daemon for its lifetime.
+close_inherited_fds() {
+	local path fd
+	for path in /proc/self/fd/*; do
+		fd="${path##*/}"
+		if [[ "${fd}" =~ ^[0-9]+$ ]] && ((fd > 2)); then
+			{ exec {fd}>&-; } 2>/dev/null || true
+		fi
+	done
+}
+
+rig_dirs() {
+	install -d -m 0755 "${RIG_DIR}" "${RIG_LOG_DIR}" "${RIG_PID_DIR}" "${RIG_RUN_DIR}" "${RIG_CONF_DIR}"
+	install -d -m 0700 "${RIG_KEY_DIR}"
+}
+
+# lock: one rig.sh at a time. Daemons are started with fd 9 closed, so the
+# lock ends with this script.
+lock() {
+	exec 9>"${RIG_DIR}/rig.lock"
+	flock -w 300 9 || die "another rig.sh holds ${RIG_DIR}/rig.lock"
+}
+
+cmd_up() {
+	local start=${SECONDS}
+	packages_up
+	net_up
+	users_up
+	image_up
+	services_up
+	env_write
+	log "up in $((SECONDS - start))s"
+}
+
+cmd_down() {
+	services_down
+	net_down
+	wait_reaped
+	rm -f "${RIG_DIR}/rig.env"
+	log "down"
+}
+
+main() {
+	[[ $# -ge 1 ]] || usage
+	local cmd="$1"
+	shift
+	case "${cmd}" in
+	up | down | status) [[ $# -eq 0 ]] || usage ;;
+	start | stop | restart)
+		[[ $# -eq 1 ]] || usage
+		svc_comm "$1" >/dev/null
+		;;
+	*) usage ;;
+	esac
+	require_root
+	close_inherited_fds
+	if [[ "${cmd}" == status ]]; then
+		services_status
+		return
+	fi
+	rig_dirs
+	lock
+	case "${cmd}" in
+	up) cmd_up ;;
+	down) cmd_down ;;
+	start) service_start "$1" ;;
+	stop) service_stop "$1" ;;
+	restart) service_restart "$1" ;;
+	esac
+}
+
+main "$@"
