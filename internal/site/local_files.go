@@ -1,0 +1,116 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+)
+
+// osDirs is the local filesystem, for mkdirAll.
+type osDirs struct{}
+
+func (osDirs) Stat(p string) (fs.FileInfo, error)     { return os.Stat(p) }
+func (osDirs) Mkdir(p string) error                   { return os.Mkdir(p, 0o700) }
+func (osDirs) Chmod(p string, mode fs.FileMode) error { return os.Chmod(p, mode) }
+
+// localOp runs a file operation when ctx is live and names it in its error.
+func localOp(ctx context.Context, op, p string, fn func() error) error {
+	if err := checkPath(p); err != nil {
+		return fmt.Errorf("local %s: %w", op, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local %s %s: %w", op, p, err)
+	}
+	if err := fn(); err != nil {
+		return fmt.Errorf("local %s %s: %w", op, p, err)
+	}
+	return nil
+}
+
+// MkdirAll creates path and its missing parents with exactly mode perm.
+func (l *Local) MkdirAll(ctx context.Context, p string, perm fs.FileMode) error {
+	return localOp(ctx, "mkdir", p, func() error { return mkdirAll(osDirs{}, p, perm) })
+}
+
+// WriteFile writes data to a temporary file beside p, gives it mode perm and
+// renames it over p.
+func (l *Local) WriteFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error {
+	return localOp(ctx, "write", p, func() error {
+		dir, base := path.Split(p)
+		f, err := os.CreateTemp(dir, "."+base+".tmp-*") // mode 0600 until the chmod
+		if err != nil {
+			return err
+		}
+		tmp := f.Name()
+		err = errors.Join(f.Chmod(perm), write(f, data), f.Close())
+		if err == nil {
+			err = os.Rename(tmp, p)
+		}
+		if err != nil {
+			os.Remove(tmp)
+		}
+		return err
+	})
+}
+
+func write(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	return err
+}
+
+// ReadFile reads the whole file.
+func (l *Local) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	var data []byte
+	err := localOp(ctx, "read", p, func() (err error) {
+		data, err = os.ReadFile(p)
+		return err
+	})
+	return data, err
+}
+
+// ReadAt reads up to n bytes of p from offset off.
+func (l *Local) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte, error) {
+	var data []byte
+	err := localOp(ctx, "read", p, func() error {
+		if err := checkReadAt(off, n); err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		buf := make([]byte, n)
+		got, err := f.ReadAt(buf, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		data = buf[:got]
+		return nil
+	})
+	return data, err
+}
+
+// Stat describes p.
+func (l *Local) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
+	var fi fs.FileInfo
+	err := localOp(ctx, "stat", p, func() (err error) {
+		fi, err = os.Stat(p)
+		return err
+	})
+	return fi, err
+}
+
+// RemoveAll removes p and everything under it.
+func (l *Local) RemoveAll(ctx context.Context, p string) error {
+	return localOp(ctx, "remove", p, func() error {
+		if p == "/" {
+			return errors.New("refusing to remove /")
+		}
+		return os.RemoveAll(p)
+	})
+}
