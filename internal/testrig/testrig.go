@@ -7,17 +7,15 @@
 package testrig
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-)
 
-// DefaultEnvFile is where hack/rig writes rig.env unless SLUICE_RIG_DIR says otherwise.
-const DefaultEnvFile = "/var/lib/sluice-rig/rig.env"
+	"github.com/sluice-hpc/sluice/internal/rigenv"
+)
 
 // Rig is the running rig, as rig.env describes it.
 type Rig struct {
@@ -27,11 +25,7 @@ type Rig struct {
 // Load reads rig.env, or skips (fails in CI) the test when the rig is not up.
 func Load(t testing.TB) *Rig {
 	t.Helper()
-	file := DefaultEnvFile
-	if dir := os.Getenv("SLUICE_RIG_DIR"); dir != "" {
-		file = filepath.Join(dir, "rig.env")
-	}
-	vars, err := readEnv(file)
+	vars, err := rigenv.Read(rigenv.File())
 	if err != nil {
 		unavailable(t, "rig not up (run hack/rig/rig.sh up): "+err.Error())
 	}
@@ -65,28 +59,6 @@ func unavailable(t testing.TB, reason string) {
 		t.Fatal(reason)
 	}
 	t.Skip(reason)
-}
-
-func readEnv(file string) (map[string]string, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	vars := make(map[string]string)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		vars[k] = strings.Trim(v, `'"`)
-	}
-	return vars, sc.Err()
 }
 
 func repoRoot(t testing.TB) string {

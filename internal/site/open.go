@@ -1,0 +1,51 @@
+package site
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/sshx"
+	"golang.org/x/crypto/ssh"
+)
+
+// Open returns the runner the configuration asks for: an SSH connection to
+// the login node with the key and pinned known_hosts the configuration
+// names, or the local runner. The SSH connection is made on first use.
+func Open(c *config.Config, log *slog.Logger) (Runner, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if c.Site.Access == config.AccessLocal {
+		return &Local{}, nil
+	}
+	h := c.Network.SSH
+	if h.Auth != "publickey" {
+		return nil, fmt.Errorf("open site: Network.SSH.Auth %q is not supported by the virtual kubelet yet", h.Auth)
+	}
+	signer, err := sshx.Signer(h.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("open site: Network.SSH.KeyFile: %w", err)
+	}
+	var hostKeys ssh.HostKeyCallback
+	if h.InsecureIgnoreHostKeys {
+		log.Warn("host key checks are OFF for the login node: anyone on the path can read and change what sluice sends (Network.SSH.InsecureIgnoreHostKeys)",
+			"host", h.LoginHost)
+		hostKeys = ssh.InsecureIgnoreHostKey() //nolint:gosec // chosen on purpose by the site, logged above
+	} else if hostKeys, err = sshx.HostKeys(h.KnownHostsFile); err != nil {
+		return nil, fmt.Errorf("open site: Network.SSH.KnownHostsFile: %w", err)
+	}
+	r, err := NewSSH(SSHConfig{
+		Addr:            net.JoinHostPort(h.LoginHost, strconv.Itoa(h.Port)),
+		User:            h.User,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: hostKeys,
+		Logger:          log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open site: %w", err)
+	}
+	return r, nil
+}
