@@ -8,10 +8,12 @@ SCRIPTS := $(shell find hack -name '*.sh')
 
 .PHONY: test unit rig-test vet lint fuzz rig-up rig-down rig-status demo
 
-## test: bring the rig up, then vet, lint, unit tests and the tests against the rig.
-test: rig-up vet lint unit rig-test
+## test: bring the rig up, then vet, lint, and every test: the unit tests and
+## the tests against the rig, in one run with the race detector on.
+test: rig-up vet lint
+	$(GO) test -race -tags rig -count=1 -p 1 -timeout 30m $(PKGS)
 
-## unit: tests that need nothing but Go (race detector on).
+## unit: the tests that need no rig (race detector on).
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 

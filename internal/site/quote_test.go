@@ -101,7 +101,7 @@ func FuzzQuote(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if strings.IndexByte(s, 0) >= 0 {
-			t.Skip("no shell word holds a NUL byte")
+			return // no shell word holds a NUL byte: Run refuses such arguments
 		}
 		q := Quote(s)
 		if strings.ContainsRune(q, '\n') != strings.ContainsRune(s, '\n') {

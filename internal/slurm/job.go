@@ -49,15 +49,23 @@ type Job struct {
 	// Files are written into the job directory before submission:
 	// volume contents and per-container environment files.
 	Files []File
+	// Dirs are directories, relative to the job directory, that the batch
+	// script creates before any container starts: emptyDir volumes, and the
+	// directory of every volume, so that an empty volume still mounts.
+	Dirs []string
 }
 
 // Container is one container of a job.
 type Container struct {
 	Name  string
 	Image string
-	// Command is the full command line (the container's command followed by
-	// its args). Empty means the image's default command.
+	// Command replaces the image's entrypoint and Args its default arguments,
+	// as in Kubernetes: with a Command, the command line is Command followed
+	// by Args; without one, the image's entrypoint runs with Args (or with its
+	// own default arguments when Args is empty too). Both are already
+	// expanded ($(VAR) references resolved).
 	Command    []string
+	Args       []string
 	WorkingDir string
 	// EnvFile is the path, relative to the job directory, of the file that
 	// holds the container's environment (in Files, mode 0600).

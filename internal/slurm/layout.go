@@ -7,6 +7,7 @@ import "path"
 //	job.sh            the batch script
 //	job.id            the Slurm job ID, written after submission
 //	job.exit          the batch script's exit code, written when it ends
+//	job.out           the batch script's own output (sbatch --output/--error)
 //	<container>.log   the container's output, each line "<RFC 3339 UTC second> <line>"
 //	<container>.exit  the container's exit code, written when it ends
 //	volumes/<name>/   volume contents
@@ -18,6 +19,7 @@ const (
 	scriptFile = "job.sh"
 	jobIDFile  = "job.id"
 	jobExit    = "job.exit"
+	jobOut     = "job.out"
 )
 
 // JobDir is the job directory of a pod.

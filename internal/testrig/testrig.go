@@ -27,7 +27,7 @@ func Load(t testing.TB) *Rig {
 	t.Helper()
 	vars, err := rigenv.Read(rigenv.File())
 	if err != nil {
-		unavailable(t, "rig not up (run hack/rig/rig.sh up): "+err.Error())
+		Unavailable(t, "rig not up (run hack/rig/rig.sh up): "+err.Error())
 	}
 	return &Rig{vars: vars}
 }
@@ -53,7 +53,10 @@ func (r *Rig) Ctl(t testing.TB, args ...string) {
 	}
 }
 
-func unavailable(t testing.TB, reason string) {
+// Unavailable skips the test for want of something the machine lacks, with
+// the reason; in CI (CI=true) it fails the test instead, since CI installs
+// everything the tests need and nothing may be skipped there.
+func Unavailable(t testing.TB, reason string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatal(reason)

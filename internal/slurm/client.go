@@ -1,0 +1,154 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/site"
+)
+
+// Site is what a Client needs of the site: commands and files on the login
+// node. site.Runner (SSH or local) satisfies it.
+type Site interface {
+	Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error)
+	MkdirAll(ctx context.Context, path string, perm fs.FileMode) error
+	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	ReadAt(ctx context.Context, path string, off int64, n int) ([]byte, error)
+	Stat(ctx context.Context, path string) (fs.FileInfo, error)
+	RemoveAll(ctx context.Context, path string) error
+}
+
+var _ Site = site.Runner(nil)
+
+// Client submits, polls, cancels and reads the logs of the jobs of one site.
+// Site and DataRoot must be set; the other fields have defaults. A Client
+// must not be copied after first use.
+type Client struct {
+	// Site runs the Slurm commands and holds the job directories.
+	Site Site
+	// DataRoot is the directory on the site's shared filesystem that holds
+	// the job directories: a clean absolute path of letters, digits and
+	// ._/@+=- only (it reaches #SBATCH lines and find patterns).
+	DataRoot string
+	// Runtime runs the containers of every job.
+	Runtime Runtime
+	// Logger receives what the client notices but does not return, such as
+	// malformed lines of Slurm output. If nil, slog.Default() is used.
+	Logger *slog.Logger
+	// Now tells the time. If nil, time.Now is used.
+	Now func() time.Time
+	// PollInterval is how often Cancel and a followed log look again.
+	// If zero, 500ms.
+	PollInterval time.Duration
+
+	// noAcct is set once sacct has said that accounting is disabled.
+	noAcct atomic.Bool
+	// lastMalformed holds, by command, the last malformed output logged.
+	lastMalformed sync.Map
+}
+
+// JobID is a Slurm job ID.
+type JobID string
+
+// JobRef names a submitted job: the pod UID it is named after, its Slurm ID
+// (empty when not known: the job is then found by name) and its directory.
+type JobRef struct {
+	UID   string
+	JobID JobID
+	Dir   string
+}
+
+// Ref is the reference of the job of a pod.
+func (c *Client) Ref(namespace, uid string, id JobID) JobRef {
+	return JobRef{UID: uid, JobID: id, Dir: JobDir(c.DataRoot, namespace, uid)}
+}
+
+// Defaults.
+const (
+	defaultPollInterval = 500 * time.Millisecond
+	// cancelRetry is how often Cancel issues scancel again.
+	cancelRetry = 5 * time.Second
+)
+
+func (c *Client) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
+}
+
+func (c *Client) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Client) poll() time.Duration {
+	if c.PollInterval > 0 {
+		return c.PollInterval
+	}
+	return defaultPollInterval
+}
+
+// check reports a Client that cannot work.
+func (c *Client) check() error {
+	if c.Site == nil {
+		return errors.New("slurm: client has no site")
+	}
+	if err := checkJobDir(c.DataRoot); err != nil {
+		return fmt.Errorf("slurm: data root: %w", err)
+	}
+	return nil
+}
+
+// checkRef reports a reference that is not one of this client's jobs: its UID
+// is validated and its directory must be <DataRoot>/<namespace>-<uid>.
+func (c *Client) checkRef(ref JobRef) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := validUID(ref.UID); err != nil {
+		return err
+	}
+	if ref.JobID != "" {
+		if _, err := ParseJobID(string(ref.JobID)); err != nil {
+			return err
+		}
+	}
+	dir, base := path.Split(ref.Dir)
+	ns, ok := strings.CutSuffix(base, "-"+ref.UID)
+	if path.Clean(ref.Dir) != ref.Dir || path.Clean(dir) != c.DataRoot || !ok {
+		return fmt.Errorf("slurm: job directory %q is not <data root>/<namespace>-%s", ref.Dir, ref.UID)
+	}
+	return checkNamespace(ns)
+}
+
+// malformed logs the malformed lines of a command's output, unless they
+// are those it logged last time: a job of the user with a newline in its
+// name would otherwise fill the log at every poll.
+func (c *Client) malformed(command string, err error) {
+	if last, ok := c.lastMalformed.Swap(command, err.Error()); ok && last == err.Error() {
+		return
+	}
+	c.logger().Warn("slurm: skipping malformed lines", "command", command, "error", err)
+}
+
+// exitCode is the code of a command that ran on the site and failed, or -1.
+func exitCode(err error) (int, string) {
+	var ee *site.ExitError
+	if errors.As(err, &ee) {
+		return ee.Code, ee.Stderr
+	}
+	return -1, ""
+}

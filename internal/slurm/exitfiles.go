@@ -1,0 +1,115 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// resultFiles matches the names of log and exit files in a job directory:
+// a DNS label (a container name, or "job") and .log or .exit. Anything else
+// a job leaves in its directory is not listed.
+const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log)`
+
+// jobName is the stem of the batch script's own exit file, job.exit.
+const jobName = "job"
+
+// scanCmd lists, in one command, the log files and the contents of the exit
+// files of the job directories named under root, as lines "<dir>/<c>.log"
+// and "<dir>/<c>.exit:<code>". It walks root itself, so that a directory
+// that is gone is simply not listed (find fails on a missing starting
+// point), and skips every directory not named. root must hold no glob
+// character (Client.check).
+func scanCmd(root string, names []string) []string {
+	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race",
+		"(", "-path", root + "/*/*", "-type", "f", "-regextype", "posix-extended", "-regex", resultFiles,
+		"(", "-name", "*.exit", "-exec", "grep", "-H", "", "{}", "+", "-o", "-print", ")", ")",
+		"-o", "(", "-path", root + "/*", "!", "("}
+	for i, name := range names {
+		if i > 0 {
+			args = append(args, "-o")
+		}
+		args = append(args, "-name", name)
+	}
+	return append(args, ")", "-prune", ")")
+}
+
+// dirFiles is what one job directory says of its containers.
+type dirFiles struct {
+	logs  map[string]bool // containers that have a log
+	exits map[string]int  // containers (and "job") with an exit code
+}
+
+// parseScan parses the output of scanCmd for directories under root, keyed
+// by directory. Lines it does not understand (an exit file being written,
+// say) are left out: the next poll reads them again.
+func parseScan(out []byte, root string) map[string]*dirFiles {
+	prefix := strings.TrimSuffix(root, "/") + "/"
+	dirs := make(map[string]*dirFiles)
+	for _, line := range strings.Split(string(out), "\n") {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		base, file, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		dir := prefix + base
+		d := dirs[dir]
+		if d == nil {
+			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}}
+			dirs[dir] = d
+		}
+		if name, content, isExit := strings.Cut(file, ":"); isExit {
+			c, ok := strings.CutSuffix(name, ".exit")
+			code, err := parseSmall(strings.TrimSpace(content), 255)
+			if _, seen := d.exits[c]; ok && err == nil && !seen && isLabel(c) {
+				d.exits[c] = code
+			}
+			continue
+		}
+		if c, ok := strings.CutSuffix(file, ".log"); ok && isLabel(c) {
+			d.logs[c] = true
+		}
+	}
+	return dirs
+}
+
+// scan reads the results of the given job directories (all under
+// DataRoot) in one command. Directories that do not exist are not in the
+// result.
+func (c *Client) scan(ctx context.Context, dirs []string) (map[string]*dirFiles, error) {
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	names := make([]string, len(dirs))
+	for i, dir := range dirs {
+		names[i] = path.Base(dir)
+	}
+	out, err := c.Site.Run(ctx, nil, scanCmd(c.DataRoot, names)...)
+	if err != nil {
+		return nil, fmt.Errorf("read exit files: %w", err)
+	}
+	return parseScan(out, c.DataRoot), nil
+}
+
+// containers turns a directory's files into container results.
+func (d *dirFiles) containers() map[string]ContainerStatus {
+	cs := make(map[string]ContainerStatus)
+	for name := range d.logs {
+		if name != jobName {
+			cs[name] = ContainerStatus{Started: true}
+		}
+	}
+	for name, code := range d.exits {
+		if name != jobName {
+			cs[name] = ContainerStatus{Started: true, Finished: true, ExitCode: code}
+		}
+	}
+	return cs
+}
+
+// isLabel reports whether a file stem may be a container name (or "job").
+func isLabel(s string) bool { return len(s) <= 63 && dnsLabel.MatchString(s) }

@@ -1,0 +1,317 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/site"
+)
+
+// fakeSite is a Site in memory. It records every command, answers squeue,
+// sacct, sbatch and scancel through handlers, and runs the exit-file scan
+// (find) against its own files.
+type fakeSite struct {
+	mu    sync.Mutex
+	files map[string]*fakeFile
+	dirs  map[string]fs.FileMode
+	calls [][]string
+	reads []readCall
+
+	// handle answers a command other than find. If nil, commands fail.
+	handle func(args []string) ([]byte, error)
+}
+
+type fakeFile struct {
+	data []byte
+	mode fs.FileMode
+}
+
+type readCall struct {
+	off int64
+	n   int
+}
+
+func newFakeSite() *fakeSite {
+	return &fakeSite{files: map[string]*fakeFile{}, dirs: map[string]fs.FileMode{"/": 0o755}}
+}
+
+var _ Site = (*fakeSite)(nil)
+
+// program is the program a command line runs, past env and its assignments.
+func program(args []string) string {
+	i := 0
+	if len(args) > 0 && args[0] == "env" {
+		for i = 1; i < len(args) && strings.Contains(args[i], "="); i++ {
+		}
+	}
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}
+
+// count is how many commands ran the program.
+func (f *fakeSite) count(prog string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if program(c) == prog {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeSite) lastCall(prog string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.calls) - 1; i >= 0; i-- {
+		if program(f.calls[i]) == prog {
+			return f.calls[i]
+		}
+	}
+	return nil
+}
+
+func (f *fakeSite) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, slices.Clone(args))
+	handle := f.handle
+	f.mu.Unlock()
+	if program(args) == "find" {
+		return f.find(args)
+	}
+	if handle == nil {
+		return nil, &site.ExitError{Args: args, Code: 127, Stderr: args[0] + ": command not found"}
+	}
+	return handle(args)
+}
+
+// find answers scanCmd as GNU find would.
+func (f *fakeSite) find(args []string) ([]byte, error) {
+	var names []string
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-name" && !strings.Contains(args[i+1], "*") {
+			names = append(names, args[i+1])
+		}
+	}
+	if len(args) < 2 || !slices.Equal(args, scanCmd(args[1], names)) {
+		return nil, fmt.Errorf("fake find: unexpected command %q", args)
+	}
+	root := args[1]
+	re := regexp.MustCompile("^" + resultFiles + "$")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.dirs[root]; !ok {
+		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "find: No such file or directory"}
+	}
+	var out bytes.Buffer
+	for _, name := range names {
+		dir := root + "/" + name
+		var files []string
+		for p := range f.files {
+			if path.Dir(p) == dir && re.MatchString(p) {
+				files = append(files, p)
+			}
+		}
+		sort.Strings(files)
+		for _, p := range files {
+			if strings.HasSuffix(p, ".exit") {
+				for _, line := range strings.SplitAfter(string(f.files[p].data), "\n") {
+					if line != "" {
+						fmt.Fprintf(&out, "%s:%s\n", p, strings.TrimSuffix(line, "\n"))
+					}
+				}
+				continue
+			}
+			fmt.Fprintf(&out, "%s\n", p)
+		}
+	}
+	return out.Bytes(), nil
+}
+
+func (f *fakeSite) MkdirAll(ctx context.Context, p string, perm fs.FileMode) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for d := p; ; d = path.Dir(d) {
+		if _, ok := f.files[d]; ok {
+			return fmt.Errorf("mkdir %s: not a directory", d)
+		}
+		if _, ok := f.dirs[d]; !ok {
+			f.dirs[d] = perm
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+func (f *fakeSite) WriteFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.dirs[path.Dir(p)]; !ok {
+		return fmt.Errorf("write %s: %w", p, fs.ErrNotExist)
+	}
+	f.files[p] = &fakeFile{data: slices.Clone(data), mode: perm}
+	return nil
+}
+
+// put writes a file, making its directory.
+func (f *fakeSite) put(p, data string) {
+	_ = f.MkdirAll(context.Background(), path.Dir(p), 0o700)
+	_ = f.WriteFile(context.Background(), p, []byte(data), 0o600)
+}
+
+// appendTo appends to a file, as a running job does.
+func (f *fakeSite) appendTo(p, data string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files[p].data = append(f.files[p].data, data...)
+}
+
+func (f *fakeSite) file(p string) (*fakeFile, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ff, ok := f.files[p]
+	return ff, ok
+}
+
+func (f *fakeSite) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ff, ok := f.files[p]
+	if !ok {
+		return nil, fmt.Errorf("read %s: %w", p, fs.ErrNotExist)
+	}
+	return slices.Clone(ff.data), nil
+}
+
+func (f *fakeSite) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads = append(f.reads, readCall{off, n})
+	ff, ok := f.files[p]
+	if !ok {
+		return nil, fmt.Errorf("read %s: %w", p, fs.ErrNotExist)
+	}
+	if off >= int64(len(ff.data)) {
+		return nil, nil
+	}
+	end := min(int64(len(ff.data)), off+int64(n))
+	return slices.Clone(ff.data[off:end]), nil
+}
+
+func (f *fakeSite) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ff, ok := f.files[p]; ok {
+		return fakeInfo{name: path.Base(p), size: int64(len(ff.data)), mode: ff.mode}, nil
+	}
+	if mode, ok := f.dirs[p]; ok {
+		return fakeInfo{name: path.Base(p), mode: mode | fs.ModeDir}, nil
+	}
+	return nil, fmt.Errorf("stat %s: %w", p, fs.ErrNotExist)
+}
+
+func (f *fakeSite) RemoveAll(ctx context.Context, p string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for q := range f.files {
+		if q == p || strings.HasPrefix(q, p+"/") {
+			delete(f.files, q)
+		}
+	}
+	for q := range f.dirs {
+		if q == p || strings.HasPrefix(q, p+"/") {
+			delete(f.dirs, q)
+		}
+	}
+	return nil
+}
+
+type fakeInfo struct {
+	name string
+	size int64
+	mode fs.FileMode
+}
+
+func (i fakeInfo) Name() string       { return i.name }
+func (i fakeInfo) Size() int64        { return i.size }
+func (i fakeInfo) Mode() fs.FileMode  { return i.mode }
+func (i fakeInfo) ModTime() time.Time { return time.Time{} }
+func (i fakeInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i fakeInfo) Sys() any           { return nil }
+
+// testLog collects log records and passes them to t.Logf.
+type testLog struct {
+	t    testing.TB
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *testLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *testLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.msgs = append(l.msgs, r.Message)
+	l.mu.Unlock()
+	var b strings.Builder
+	r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+	l.t.Logf("%s %s%s", r.Level, r.Message, b.String())
+	return nil
+}
+func (l *testLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *testLog) WithGroup(string) slog.Handler      { return l }
+
+// seen is how many records carried msg.
+func (l *testLog) seen(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.msgs {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}
+
+const testRoot = "/data/alice/.sluice"
+
+// newTestClient is a Client over a fake site, logging to t.
+func newTestClient(t testing.TB) (*Client, *fakeSite, *testLog) {
+	f := newFakeSite()
+	f.dirs[testRoot] = 0o700
+	log := &testLog{t: t}
+	c := &Client{
+		Site:         f,
+		DataRoot:     testRoot,
+		Runtime:      RuntimeNone,
+		Logger:       slog.New(log),
+		PollInterval: time.Millisecond,
+	}
+	return c, f, log
+}
+
+// exitErr is what a failed command gives.
+func exitErr(args []string, code int, stderr string) error {
+	return &site.ExitError{Args: args, Code: code, Stderr: stderr}
+}

@@ -1,0 +1,171 @@
+package slurm
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The seed corpora are in testdata/fuzz/<FuzzName>/. Each target checks
+// that a parser never panics and that what it accepts is what it promises.
+
+func FuzzParseQueueLine(f *testing.F) {
+	f.Fuzz(func(t *testing.T, line string) {
+		e, err := parseQueueLine(line)
+		if err != nil {
+			return
+		}
+		if !anyJobID.MatchString(e.ID) || states[e.State] == (stateInfo{}) || e.State == StateUnknown {
+			t.Fatalf("parseQueueLine(%q) accepted %+v", line, e)
+		}
+		if strings.ContainsAny(e.ID+string(e.State)+e.Reason+e.Host, "|\n") {
+			t.Fatalf("parseQueueLine(%q) let a separator into a field: %+v", line, e)
+		}
+		if h, err := parseBatchHost(e.Host); err == nil && h != "" && h[0] == '-' {
+			t.Fatalf("batch host %q starts with '-'", h)
+		}
+	})
+}
+
+func FuzzParseAcctLine(f *testing.F) {
+	f.Fuzz(func(t *testing.T, line string) {
+		e, err := parseAcctLine(line)
+		if err != nil {
+			return
+		}
+		if !anyJobID.MatchString(e.ID) || e.State == StateUnknown || e.Exit.Code > 255 || e.Exit.Signal > 255 {
+			t.Fatalf("parseAcctLine(%q) accepted %+v", line, e)
+		}
+	})
+}
+
+func FuzzParseSbatch(f *testing.F) {
+	f.Fuzz(func(t *testing.T, out []byte) {
+		id, err := parseSbatch(out)
+		if err != nil {
+			return
+		}
+		if _, err := ParseJobID(string(id)); err != nil {
+			t.Fatalf("parseSbatch(%q) = %q, which is no job id: %v", out, id, err)
+		}
+	})
+}
+
+func FuzzParseState(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		st, err := ParseState(s)
+		if err != nil {
+			return
+		}
+		if phase, _ := PodPhase(st); phase == PhaseUnknown || !strings.HasPrefix(s, string(st)) {
+			t.Fatalf("ParseState(%q) = %q, phase %s", s, st, phase)
+		}
+	})
+}
+
+func FuzzParseExitCode(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := ParseExitCode(s)
+		if err != nil {
+			return
+		}
+		if e.String() != s {
+			t.Fatalf("ParseExitCode(%q) = %v, which prints as %q", s, e, e.String())
+		}
+	})
+}
+
+func FuzzParseBatchHost(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := parseBatchHost(s)
+		if err != nil || h == "" {
+			return
+		}
+		if h != s || h[0] == '-' || strings.ContainsAny(h, " \t\n\r;|&$`'\"\\()<>*?[]{}!#~=,/") {
+			t.Fatalf("parseBatchHost(%q) = %q", s, h)
+		}
+	})
+}
+
+func FuzzParseScan(f *testing.F) {
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for dir, d := range parseScan(out, testRoot) {
+			if !strings.HasPrefix(dir, testRoot+"/") || strings.Contains(dir[len(testRoot)+1:], "/") {
+				t.Fatalf("parseScan gave directory %q", dir)
+			}
+			for name, code := range d.exits {
+				if !isLabel(name) || code < 0 || code > 255 {
+					t.Fatalf("parseScan gave exit %q=%d", name, code)
+				}
+			}
+			for name := range d.logs {
+				if !isLabel(name) {
+					t.Fatalf("parseScan gave log %q", name)
+				}
+			}
+		}
+	})
+}
+
+// FuzzLogCopy feeds a log in pieces of any size: what comes out is the
+// lines with their stamps removed, whatever the pieces.
+func FuzzLogCopy(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16, limit uint8) {
+		var all, pieces bytes.Buffer
+		whole := &logCopy{opts: LogOptions{Tail: -1}, w: &all}
+		if err := whole.feed(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := whole.flush(); err != nil {
+			t.Fatal(err)
+		}
+		split := &logCopy{opts: LogOptions{Tail: -1}, w: &pieces}
+		at := min(int(cut), len(data))
+		for _, part := range [][]byte{data[:at], data[at:]} {
+			if err := split.feed(part); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := split.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(all.Bytes(), pieces.Bytes()) {
+			t.Fatalf("fed whole: %q; fed in two at %d: %q", all.Bytes(), at, pieces.Bytes())
+		}
+		if want := stripStamps(data); !bytes.Equal(all.Bytes(), want) {
+			t.Fatalf("got %q; want %q", all.Bytes(), want)
+		}
+
+		var limited bytes.Buffer
+		l := &logCopy{opts: LogOptions{Tail: -1, LimitBytes: int64(limit) + 1, Timestamps: true,
+			Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, w: &limited}
+		if err := l.feed(data); err == nil {
+			_ = l.flush()
+		}
+		if int64(limited.Len()) > int64(limit)+1 {
+			t.Fatalf("wrote %d bytes past a limit of %d", limited.Len(), int(limit)+1)
+		}
+	})
+}
+
+// stripStamps is the plain reading of the log layout: every line that starts
+// with a stamp and a space (or is only a stamp) loses them.
+func stripStamps(data []byte) []byte {
+	var out []byte
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		n := len(LogTimeLayout)
+		if len(line) >= n {
+			if _, err := time.Parse(LogTimeLayout, string(line[:n])); err == nil {
+				switch {
+				case len(line) > n && line[n] == ' ':
+					line = line[n+1:]
+				case len(line) == n || line[n] == '\n':
+					line = line[n:]
+				}
+			}
+		}
+		out = append(out, line...)
+	}
+	return out
+}

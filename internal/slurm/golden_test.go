@@ -1,0 +1,93 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenCases are pods rendered for each runtime. Every one is compared with
+// testdata/golden/<name>.sh (the script) and <name>.files (the files written
+// beside it), and checked with sh -n, bash -n and shellcheck.
+var goldenCases = []struct {
+	name    string
+	runtime Runtime
+	pod     func() *corev1.Pod
+}{
+	{"apptainer-full", RuntimeApptainer, func() *corev1.Pod {
+		return fullPod([3]string{"busybox:1.36", "docker://python:3.12-slim", "/shared/images/logger.sif"})
+	}},
+	{"singularity-full", RuntimeSingularity, func() *corev1.Pod {
+		return fullPod([3]string{"oras://registry.example.org/tools/fetch:1", "library://org/ml/train:2", "/shared/sandbox/logger"})
+	}},
+	{"charliecloud-full", RuntimeCharliecloud, func() *corev1.Pod {
+		return fullPod([3]string{"/shared/ch/busybox", "/shared/ch/python", "example.com:5050/logger"})
+	}},
+	{"none-full", RuntimeNone, func() *corev1.Pod { return withoutVolumes(fullPod([3]string{"ignored", "ignored", "ignored"})) }},
+	{"apptainer-default-command", RuntimeApptainer, func() *corev1.Pod { return simplePod("ghcr.io/org/hello:latest") }},
+	{"apptainer-long-names", RuntimeApptainer, longPod},
+	{"charliecloud-long-names", RuntimeCharliecloud, longPod},
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := tc.pod()
+			job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: tc.runtime})
+			if err != nil {
+				t.Fatalf("FromPod: %v", err)
+			}
+			dir := JobDir("/scratch/alice/.sluice", pod.Namespace, string(pod.UID))
+			script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: tc.runtime})
+			if err != nil {
+				t.Fatalf("Script: %v", err)
+			}
+			checkShell(t, script)
+			compareGolden(t, tc.name+".sh", script)
+			compareGolden(t, tc.name+".files", describeFiles(job))
+		})
+	}
+}
+
+// describeFiles lists a job's files and directories for review: path, mode,
+// and the content quoted.
+func describeFiles(job *Job) []byte {
+	var b bytes.Buffer
+	for _, d := range job.Dirs {
+		fmt.Fprintf(&b, "dir  %s/\n", d)
+	}
+	for _, f := range job.Files {
+		fmt.Fprintf(&b, "file %s %04o %s\n", f.Path, f.Mode.Perm(), strconv.Quote(string(f.Data)))
+	}
+	return b.Bytes()
+}
+
+func compareGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestGolden -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendered output (go test -run TestGolden -update rewrites it):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}

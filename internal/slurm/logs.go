@@ -1,0 +1,273 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"time"
+)
+
+// LogOptions shape what Logs returns, as kubectl logs asks.
+type LogOptions struct {
+	// Tail is how many lines from the end to return; negative returns all.
+	Tail int
+	// Since leaves out lines stamped before it. Zero keeps them all.
+	Since time.Time
+	// Timestamps starts each line with its RFC 3339 time, as kubelet does.
+	Timestamps bool
+	// LimitBytes ends the output after that many bytes. Zero is no limit.
+	LimitBytes int64
+	// Follow keeps reading as the container writes, until it ends (its
+	// exit file or job.exit appears, or Slurm says the job is over), the
+	// job directory goes, or ctx ends.
+	Follow bool
+}
+
+// Reads of a log file.
+const (
+	logChunk = 256 << 10
+	// tailChunk is how much Tail reads at a time, backwards from the end.
+	tailChunk = 64 << 10
+	// maxLine is the longest line held back waiting for its newline.
+	maxLine = 1 << 20
+	// slurmCheck is how often a followed log asks Slurm whether its job
+	// still runs, in case it ended without writing exit files.
+	slurmCheck = 10 * time.Second
+)
+
+// Logs streams the output of a container of the job of ref. A container
+// that has not started (no log yet) is an error. Lines on disk carry their
+// time; it is removed unless opts.Timestamps. Closing the reader, or ending
+// ctx, stops the stream; for a followed log that is a clean end of file.
+func (c *Client) Logs(ctx context.Context, ref JobRef, container string, opts LogOptions) (io.ReadCloser, error) {
+	if err := c.checkRef(ref); err != nil {
+		return nil, err
+	}
+	if err := checkContainerName(container); err != nil {
+		return nil, err
+	}
+	file := path.Join(ref.Dir, LogFile(container))
+	fi, err := c.Site.Stat(ctx, file)
+	if err != nil {
+		return nil, fmt.Errorf("logs of container %s: %w", container, err)
+	}
+	var start int64
+	if opts.Tail >= 0 {
+		if start, err = c.tailStart(ctx, file, fi.Size(), opts.Tail); err != nil {
+			return nil, fmt.Errorf("logs of container %s: %w", container, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	lc := &logCopy{c: c, ref: ref, container: container, file: file, opts: opts, w: pw}
+	go func() {
+		pw.CloseWithError(lc.run(ctx, start))
+	}()
+	return &logStream{PipeReader: pr, cancel: cancel}, nil
+}
+
+// logStream is the reader Logs returns; closing it stops its copier.
+type logStream struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (s *logStream) Close() error {
+	s.cancel()
+	return s.PipeReader.Close()
+}
+
+// tailStart is the offset of the n-th line from the end of a file of the
+// given size, found reading backwards in chunks. A last line without its
+// newline counts as a line.
+func (c *Client) tailStart(ctx context.Context, file string, size int64, n int) (int64, error) {
+	if n == 0 {
+		return size, nil
+	}
+	for hi := size; hi > 0; {
+		lo := max(0, hi-tailChunk)
+		data, err := c.Site.ReadAt(ctx, file, lo, int(hi-lo))
+		if err != nil {
+			return 0, err
+		}
+		for i := len(data) - 1; i >= 0; i-- {
+			if data[i] != '\n' || lo+int64(i) == size-1 {
+				continue // the newline that ends the file ends the last line
+			}
+			if n--; n == 0 {
+				return lo + int64(i) + 1, nil
+			}
+		}
+		hi = lo
+	}
+	return 0, nil
+}
+
+// logCopy copies one log file to w, line by line, as opts ask.
+type logCopy struct {
+	c         *Client
+	ref       JobRef
+	container string
+	file      string
+	opts      LogOptions
+	w         io.Writer
+
+	partial []byte    // the start of a line whose newline has not come yet
+	last    time.Time // the time of the last stamped line
+	written int64
+	checked time.Time // when Slurm was last asked about the job
+}
+
+// errLimit ends a copy that reached LimitBytes.
+var errLimit = errors.New("log limit reached")
+
+// run copies from offset off until the end of the file or, when following,
+// the end of the container.
+func (l *logCopy) run(ctx context.Context, off int64) error {
+	err := l.copy(ctx, off)
+	if errors.Is(err, errLimit) || l.opts.Follow && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (l *logCopy) copy(ctx context.Context, off int64) error {
+	tick := time.NewTicker(l.c.poll())
+	defer tick.Stop()
+	ending := false
+	for {
+		data, err := l.c.Site.ReadAt(ctx, l.file, off, logChunk)
+		if l.opts.Follow && errors.Is(err, fs.ErrNotExist) {
+			return l.flush() // the job directory went
+		}
+		if err != nil {
+			return fmt.Errorf("read log of container %s: %w", l.container, err)
+		}
+		off += int64(len(data))
+		if err := l.feed(data); err != nil {
+			return err
+		}
+		if len(data) == logChunk {
+			continue
+		}
+		if !l.opts.Follow || ending {
+			return l.flush()
+		}
+		if ending, err = l.ended(ctx); err != nil {
+			return err
+		}
+		if ending {
+			continue // read what was written before the end
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// ended reports whether the container of a followed log has ended: its exit
+// file or job.exit exists, or Slurm says the job is over (asked every
+// slurmCheck). A job directory that goes shows in the reads of the log.
+func (l *logCopy) ended(ctx context.Context) (bool, error) {
+	for _, name := range []string{ExitFile(l.container), jobExit} {
+		_, err := l.c.Site.Stat(ctx, path.Join(l.ref.Dir, name))
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("follow log of container %s: %w", l.container, err)
+		}
+	}
+	if l.ref.JobID == "" || l.c.now().Sub(l.checked) < slurmCheck {
+		return false, nil
+	}
+	l.checked = l.c.now()
+	e, found, err := l.c.queueJob(ctx, l.ref.JobID)
+	if err != nil {
+		return false, fmt.Errorf("follow log of container %s: %w", l.container, err)
+	}
+	return !found || e.State.Final(), nil
+}
+
+// feed takes the next bytes of the file and writes out the lines they end.
+func (l *logCopy) feed(data []byte) error {
+	l.partial = append(l.partial, data...)
+	rest := l.partial
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 && len(rest) >= maxLine {
+			i = maxLine - 1 // a line too long to hold: pass it on in pieces
+		}
+		if i < 0 {
+			break
+		}
+		if err := l.line(rest[:i+1]); err != nil {
+			return err
+		}
+		rest = rest[i+1:]
+	}
+	l.partial = append(l.partial[:0], rest...)
+	return nil
+}
+
+// flush writes out a last line that has no newline.
+func (l *logCopy) flush() error {
+	if len(l.partial) == 0 {
+		return nil
+	}
+	err := l.line(l.partial)
+	l.partial = l.partial[:0]
+	return err
+}
+
+// line writes one line (with its newline, if it has one) as opts ask.
+func (l *logCopy) line(b []byte) error {
+	t, text, ok := splitStamp(b)
+	if ok {
+		l.last = t
+	} else {
+		t, text = l.last, b
+	}
+	if !l.opts.Since.IsZero() && !t.IsZero() && t.Before(l.opts.Since) {
+		return nil
+	}
+	out := text
+	if l.opts.Timestamps && !t.IsZero() {
+		out = append([]byte(t.Format(time.RFC3339Nano)+" "), text...)
+	}
+	if l.opts.LimitBytes > 0 && l.written+int64(len(out)) >= l.opts.LimitBytes {
+		out = out[:l.opts.LimitBytes-l.written]
+		if _, err := l.w.Write(out); err != nil {
+			return err
+		}
+		return errLimit
+	}
+	n, err := l.w.Write(out)
+	l.written += int64(n)
+	return err
+}
+
+// splitStamp splits a log line into its time and its text.
+func splitStamp(b []byte) (time.Time, []byte, bool) {
+	const n = len(LogTimeLayout)
+	if len(b) < n {
+		return time.Time{}, nil, false
+	}
+	t, err := time.Parse(LogTimeLayout, string(b[:n]))
+	if err != nil {
+		return time.Time{}, nil, false
+	}
+	switch {
+	case len(b) > n && b[n] == ' ':
+		return t, b[n+1:], true
+	case len(b) == n || b[n] == '\n':
+		return t, b[n:], true
+	}
+	return time.Time{}, nil, false
+}

@@ -1,0 +1,130 @@
+package slurm
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// The checks below guard every value that reaches a file name, a shell word
+// or an #SBATCH line. The API server validates most of them already; a Job is
+// a plain struct, so the script checks them again.
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	podUID       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+	shellName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// safePath is the character set of a job directory: it is pasted into
+	// #SBATCH lines, where sbatch splits on spaces, quotes and '#', treats
+	// '%' as a pattern, and into apptainer binds, where ':' and ',' separate.
+	safePath = regexp.MustCompile(`^/[A-Za-z0-9._/@+=_-]*$`)
+)
+
+// reservedContainer is the container name whose files would be the job's own
+// (job.exit, job.id).
+const reservedContainer = "job"
+
+func checkDNSLabel(what, s string) error {
+	if len(s) > 63 || !dnsLabel.MatchString(s) {
+		return fmt.Errorf("%s %q is not a DNS label", what, s)
+	}
+	return nil
+}
+
+func checkNamespace(s string) error { return checkDNSLabel("namespace", s) }
+
+func checkPodName(s string) error {
+	if len(s) > 253 || !dnsSubdomain.MatchString(s) {
+		return fmt.Errorf("pod name %q is not a DNS subdomain", s)
+	}
+	return nil
+}
+
+func checkUID(s string) error {
+	if len(s) > 128 || !podUID.MatchString(s) {
+		return fmt.Errorf("pod uid %q is not a UID", s)
+	}
+	return nil
+}
+
+func checkContainerName(s string) error {
+	if err := checkDNSLabel("container name", s); err != nil {
+		return err
+	}
+	if s == reservedContainer {
+		return fmt.Errorf("container name %q is reserved: its files would be the job's own", s)
+	}
+	return nil
+}
+
+// checkJobDir checks the job directory handed to Script.
+func checkJobDir(dir string) error {
+	if !safePath.MatchString(dir) || path.Clean(dir) != dir || dir == "/" {
+		return fmt.Errorf("job directory %q must be a clean absolute path of letters, digits and ._/@+=_-", dir)
+	}
+	return nil
+}
+
+// checkRelPath checks a path that must stay inside the job directory: relative,
+// clean, without "..", and free of control characters.
+func checkRelPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("empty path")
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path %q is absolute", p)
+	case hasControl(p):
+		return fmt.Errorf("path %q holds a control character", p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return fmt.Errorf("path %q leaves its directory", p)
+		}
+	}
+	if path.Clean(p) != p || p == "." {
+		return fmt.Errorf("path %q is not clean", p)
+	}
+	return nil
+}
+
+// checkMountTarget checks a path inside a container: absolute, clean, and
+// without the ':' and ',' that separate apptainer and ch-run binds.
+func checkMountTarget(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path %q is not absolute", p)
+	case strings.ContainsAny(p, ":,") || hasControl(p):
+		return fmt.Errorf("path %q holds ':', ',' or a control character", p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("path %q is not clean", p)
+	}
+	return nil
+}
+
+// checkWorkingDir checks a container's working directory.
+func checkWorkingDir(p string) error {
+	if !strings.HasPrefix(p, "/") || hasControl(p) {
+		return fmt.Errorf("working directory %q is not an absolute path", p)
+	}
+	return nil
+}
+
+// checkEnvName checks that the batch script can set an environment variable:
+// its env file is read by the shell, so the name must be a shell name.
+func checkEnvName(s string) error {
+	if !shellName.MatchString(s) {
+		return fmt.Errorf("%q is not a shell variable name, so the batch script cannot set it", s)
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}

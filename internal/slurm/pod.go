@@ -1,0 +1,218 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Sources gives FromPod the objects a pod refers to. The provider implements
+// it, typically with listers. A missing object gives an error for which
+// k8s.io/apimachinery/pkg/api/errors.IsNotFound is true.
+type Sources interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	// ServiceAccountToken requests a token for the pod's service account,
+	// as the kubelet does for projected serviceAccountToken volumes.
+	ServiceAccountToken(ctx context.Context, namespace, serviceAccount, audience string, expirationSeconds *int64) (string, error)
+}
+
+// PodOptions are the site's side of turning a pod into a job.
+type PodOptions struct {
+	// Runtime runs the containers: it decides which images and mounts a pod
+	// may use.
+	Runtime Runtime
+}
+
+// PodError reports a pod that cannot run as a job, naming the field at fault
+// (spec.containers[1].command) and the reason. Retrying does not help: the
+// pod should fail with Error() as its message.
+type PodError struct {
+	Field  string
+	Reason string
+}
+
+func (e *PodError) Error() string { return e.Field + ": " + e.Reason }
+
+func podErr(field, format string, args ...any) error {
+	return &PodError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// FromPod turns pod into a Job, resolving every reference it makes.
+//
+// Init containers and containers keep their order, command and args (with
+// $(VAR) references expanded as Kubernetes does), working directory, and
+// environment (env and envFrom, with configMapKeyRef, secretKeyRef, fieldRef
+// and resourceFieldRef), written to env/<container>. ConfigMap, Secret,
+// projected (ConfigMap, Secret, downward API, service-account token) and
+// downward-API volumes become files under volumes/<name>/; emptyDir volumes
+// become directories there. Resources, spec.activeDeadlineSeconds and the
+// annotations AnnotationFlags and AnnotationPreExec shape the job.
+//
+// What cannot be honoured refuses the pod with a *PodError: another volume
+// type, a native sidecar, a mount under RuntimeNone, a container without a
+// command where the runtime needs one, an env name that is not a shell
+// name. envFrom keys that are not shell names are skipped, as the kubelet
+// skipped invalid names. Service links, probes, ports, lifecycle hooks and
+// security contexts are not part of a job and are ignored.
+//
+// Other errors (a missing ConfigMap or Secret that is not optional, a failed
+// token request) may pass with time: the caller should retry.
+func FromPod(ctx context.Context, pod *corev1.Pod, src Sources, opts PodOptions) (*Job, error) {
+	if pod == nil {
+		return nil, errors.New("job from pod: no pod")
+	}
+	if err := opts.Runtime.Validate(); err != nil {
+		return nil, fmt.Errorf("job from pod: %w", err)
+	}
+	b := &podBuilder{ctx: ctx, pod: pod, src: src, rt: opts.Runtime, paths: map[string]bool{}}
+	job, err := b.build()
+	if err != nil {
+		return nil, err
+	}
+	// Whatever FromPod accepts, Script must render.
+	if err := checkScriptJob(job, ScriptOptions{JobDir: "/job", Runtime: opts.Runtime}); err != nil {
+		return nil, &PodError{Field: "spec", Reason: err.Error()}
+	}
+	return job, nil
+}
+
+// podBuilder holds what FromPod gathers on its way.
+type podBuilder struct {
+	ctx context.Context
+	pod *corev1.Pod
+	src Sources
+	rt  Runtime
+	job *Job
+
+	volumes map[string]volume // by volume name
+	paths   map[string]bool   // paths of job.Files, to refuse a path written twice
+	cache   sourceCache
+}
+
+func (b *podBuilder) build() (*Job, error) {
+	p := b.pod
+	switch {
+	case checkNamespace(p.Namespace) != nil:
+		return nil, podErr("metadata.namespace", "%v", checkNamespace(p.Namespace))
+	case checkPodName(p.Name) != nil:
+		return nil, podErr("metadata.name", "%v", checkPodName(p.Name))
+	case checkUID(string(p.UID)) != nil:
+		return nil, podErr("metadata.uid", "%v", checkUID(string(p.UID)))
+	case len(p.Spec.Containers) == 0:
+		return nil, podErr("spec.containers", "the pod has no containers")
+	}
+	b.job = &Job{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}
+	if err := b.annotations(); err != nil {
+		return nil, err
+	}
+	res, err := podResources(p)
+	if err != nil {
+		return nil, err
+	}
+	b.job.Resources = res
+	if err := b.buildVolumes(); err != nil {
+		return nil, err
+	}
+	for i := range p.Spec.InitContainers {
+		field := fmt.Sprintf("spec.initContainers[%d]", i)
+		c := &p.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			return nil, podErr(field+".restartPolicy", "sidecar containers (restartPolicy Always) are not supported")
+		}
+		jc, err := b.container(c, field)
+		if err != nil {
+			return nil, err
+		}
+		b.job.Init = append(b.job.Init, jc)
+	}
+	for i := range p.Spec.Containers {
+		jc, err := b.container(&p.Spec.Containers[i], fmt.Sprintf("spec.containers[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		b.job.Containers = append(b.job.Containers, jc)
+	}
+	return b.job, nil
+}
+
+func (b *podBuilder) annotations() error {
+	a := b.pod.Annotations
+	flags, err := ParseFlags(a[AnnotationFlags])
+	if err != nil {
+		return podErr("metadata.annotations["+AnnotationFlags+"]", "%v", err)
+	}
+	b.job.Flags = flags
+	pre := a[AnnotationPreExec]
+	if strings.IndexByte(pre, 0) >= 0 {
+		return podErr("metadata.annotations["+AnnotationPreExec+"]", "the snippet holds a NUL byte")
+	}
+	b.job.PreExec = pre
+	return nil
+}
+
+// container turns one container of the pod into a job container.
+func (b *podBuilder) container(c *corev1.Container, field string) (Container, error) {
+	if err := checkContainerName(c.Name); err != nil {
+		return Container{}, podErr(field+".name", "%v", err)
+	}
+	if _, err := b.rt.image(c.Image); err != nil {
+		return Container{}, podErr(field+".image", "runtime %s: %v", b.rt, err)
+	}
+	if len(c.Command) == 0 && b.rt.needsCommand() {
+		return Container{}, podErr(field+".command", "runtime %s needs a command: %s", b.rt, needsCommandWhy[b.rt])
+	}
+	if c.WorkingDir != "" {
+		if err := checkWorkingDir(c.WorkingDir); err != nil {
+			return Container{}, podErr(field+".workingDir", "%v", err)
+		}
+	}
+	if len(c.VolumeDevices) > 0 {
+		return Container{}, podErr(field+".volumeDevices", "block devices are not supported")
+	}
+	env, err := b.env(c, field)
+	if err != nil {
+		return Container{}, err
+	}
+	data, err := formatEnvFile(env.vars())
+	if err != nil {
+		return Container{}, podErr(field+".env", "%v", err)
+	}
+	jc := Container{
+		Name:       c.Name,
+		Image:      c.Image,
+		Command:    env.expandAll(c.Command),
+		Args:       env.expandAll(c.Args),
+		WorkingDir: c.WorkingDir,
+		EnvFile:    envFilePath(c.Name),
+	}
+	if err := b.addFile(field+".env", File{Path: jc.EnvFile, Data: data, Mode: envFileMode}); err != nil {
+		return Container{}, err
+	}
+	for i := range c.VolumeMounts {
+		m, err := b.mount(&c.VolumeMounts[i], env, fmt.Sprintf("%s.volumeMounts[%d]", field, i))
+		if err != nil {
+			return Container{}, err
+		}
+		jc.Mounts = append(jc.Mounts, m)
+	}
+	return jc, nil
+}
+
+var needsCommandWhy = map[Runtime]string{
+	RuntimeCharliecloud: "ch-run has no default command to fall back on",
+	RuntimeNone:         "there is no image to take a default command from",
+}
+
+// addFile adds a file to the job, refusing a path written twice.
+func (b *podBuilder) addFile(field string, f File) error {
+	if b.paths[f.Path] {
+		return podErr(field, "path %s is written twice", f.Path)
+	}
+	b.paths[f.Path] = true
+	b.job.Files = append(b.job.Files, f)
+	return nil
+}

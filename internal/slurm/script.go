@@ -1,0 +1,194 @@
+package slurm
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/site"
+)
+
+//go:embed templates/*.sh.tmpl
+var templateFS embed.FS
+
+// scriptTemplate is the batch script. It is parsed once; a template that does
+// not parse is a bug caught by every test of this package.
+var scriptTemplate = template.Must(template.New("job.sh.tmpl").
+	Option("missingkey=error").
+	Funcs(template.FuncMap{"q": site.Quote}).
+	ParseFS(templateFS, "templates/*.sh.tmpl"))
+
+// ScriptOptions are the site's side of a batch script.
+type ScriptOptions struct {
+	// JobDir is the job's directory on the site (see JobDir): an absolute
+	// path of letters, digits and ._/@+=_- only, as it is written into
+	// #SBATCH lines and container binds.
+	JobDir string
+	// Runtime runs the containers.
+	Runtime Runtime
+}
+
+// Script renders the batch script of job. The script (POSIX sh):
+//
+//   - names the job after the pod UID, sends its own output to job.out, runs
+//     in the job directory, carries "<namespace>/<name>" as its comment, and
+//     asks for the job's resources and extra flags in #SBATCH lines;
+//   - writes job.id; runs the pre-exec snippet as it is (eval), in the
+//     script's own shell rather than a subshell, so that what it exports
+//     (modules, APPTAINER_BIND) reaches the containers; a non-zero status
+//     fails the job; makes the job's directories;
+//   - runs the init containers one after the other, ending with the exit code
+//     of the first that fails, then the containers together; each container's
+//     output goes to <name>.log, every line stamped with the UTC time, and its
+//     exit code to <name>.exit;
+//   - passes SIGTERM and SIGINT on to the running containers as SIGTERM;
+//   - exits 0 when every container succeeded, else with the exit code of the
+//     first container (in the pod's order) that failed, and writes job.exit
+//     last.
+func Script(job *Job, opts ScriptOptions) ([]byte, error) {
+	data, err := newScriptData(job, opts)
+	if err != nil {
+		return nil, fmt.Errorf("render job script: %w", err)
+	}
+	var b bytes.Buffer
+	if err := scriptTemplate.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("render job script: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// scriptData fills templates/job.sh.tmpl.
+type scriptData struct {
+	UID, Namespace, Name string
+	JobDir               string
+	Resources            Resources
+	Time                 string // --time, empty for none
+	Flags                []string
+	PreExec              string
+	Binary               string // the runtime's program, empty for RuntimeNone
+	NeedsUser            bool   // ch-run needs USER
+	Dirs                 []string
+	Init, Containers     []containerData
+	ExitFiles            []string // job.exit and every container's, removed at start
+
+	OutFile, IDFile, ExitFile string
+	LogSuffix, ExitSuffix     string
+}
+
+// containerData is one call of sluice_run.
+type containerData struct {
+	Name    string
+	EnvFile string // absolute, or empty
+	Dir     string // the directory the script enters, for RuntimeNone
+	Runtime bool   // Argv follows "$sluice_runtime"
+	Argv    []string
+}
+
+func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
+	if job == nil {
+		return nil, errors.New("no job")
+	}
+	if err := checkScriptJob(job, opts); err != nil {
+		return nil, err
+	}
+	d := &scriptData{
+		UID: job.UID, Namespace: job.Namespace, Name: job.Name,
+		JobDir:    opts.JobDir,
+		Resources: job.Resources,
+		Time:      slurmTime(job.Resources.TimeLimit),
+		Flags:     job.Flags,
+		PreExec:   job.PreExec,
+		Binary:    opts.Runtime.Binary(),
+		NeedsUser: opts.Runtime == RuntimeCharliecloud,
+		Dirs:      job.Dirs,
+		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
+		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""),
+	}
+	d.ExitFiles = append(d.ExitFiles, jobExit)
+	for i := range job.Init {
+		d.Init = append(d.Init, newContainerData(&job.Init[i], opts))
+		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name))
+	}
+	for i := range job.Containers {
+		d.Containers = append(d.Containers, newContainerData(&job.Containers[i], opts))
+		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Containers[i].Name))
+	}
+	return d, nil
+}
+
+func newContainerData(c *Container, opts ScriptOptions) containerData {
+	d := containerData{
+		Name:    c.Name,
+		Runtime: opts.Runtime != RuntimeNone,
+		Argv:    opts.Runtime.argv(c, opts.JobDir),
+	}
+	if c.EnvFile != "" {
+		d.EnvFile = opts.JobDir + "/" + c.EnvFile
+	}
+	if opts.Runtime == RuntimeNone {
+		d.Dir = c.WorkingDir
+	}
+	return d
+}
+
+// checkScriptJob checks every value of job that reaches the script.
+func checkScriptJob(job *Job, opts ScriptOptions) error {
+	if err := opts.Runtime.Validate(); err != nil {
+		return err
+	}
+	if err := checkJobDir(opts.JobDir); err != nil {
+		return err
+	}
+	for _, err := range []error{checkNamespace(job.Namespace), checkPodName(job.Name), checkUID(job.UID)} {
+		if err != nil {
+			return err
+		}
+	}
+	if len(job.Containers) == 0 {
+		return errors.New("job has no containers")
+	}
+	seen := map[string]bool{}
+	for _, cs := range [][]Container{job.Init, job.Containers} {
+		for i := range cs {
+			if err := opts.Runtime.checkContainer(&cs[i]); err != nil {
+				return err
+			}
+			if seen[cs[i].Name] {
+				return fmt.Errorf("container name %q is used twice", cs[i].Name)
+			}
+			seen[cs[i].Name] = true
+		}
+	}
+	for _, f := range job.Flags {
+		if err := ValidateFlag(f); err != nil {
+			return err
+		}
+	}
+	for _, dir := range job.Dirs {
+		if err := checkRelPath(dir); err != nil {
+			return fmt.Errorf("job directory entry: %w", err)
+		}
+	}
+	r := job.Resources
+	if r.CPUs < 0 || r.MemoryMiB < 0 || r.GPUs < 0 || r.TimeLimit < 0 {
+		return fmt.Errorf("negative resources %+v", r)
+	}
+	if strings.ContainsRune(job.PreExec, 0) {
+		return errors.New("pre-exec holds a NUL byte")
+	}
+	return nil
+}
+
+// slurmTime formats a time limit as sbatch --time reads it, D-HH:MM:SS,
+// rounding up to the second; zero gives "".
+func slurmTime(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	s := int64((d + time.Second - 1) / time.Second)
+	return fmt.Sprintf("%d-%02d:%02d:%02d", s/86400, s%86400/3600, s%3600/60, s%60)
+}

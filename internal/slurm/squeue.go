@@ -1,0 +1,172 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// queueFormat is the squeue -o format: job ID, state, reason, batch host,
+// start and end time, and last the job name, the one field a user fills
+// freely (it may hold the '|' that separates the others).
+const queueFormat = "%i|%T|%r|%B|%S|%e|%j"
+
+// timeEnv makes squeue and sacct print times as Unix seconds, whatever the
+// site's time zone.
+var timeEnv = []string{"env", "SLURM_TIME_FORMAT=%s"}
+
+// squeueCmd is the squeue command line for all jobs of the user, in any
+// state (finished ones stay for MinJobAge), with extra selection flags.
+func squeueCmd(extra ...string) []string {
+	args := append(append([]string{}, timeEnv...), "squeue", "--me", "-h", "-t", "all", "-o", queueFormat)
+	return append(args, extra...)
+}
+
+// queueEntry is one line of squeue output. Host is as Slurm printed it and
+// is validated before it is passed on.
+type queueEntry struct {
+	ID     string
+	State  State
+	Reason string
+	Host   string
+	Start  time.Time
+	End    time.Time
+	Name   string
+}
+
+var (
+	// anyJobID matches the IDs squeue and sacct print: plain jobs, array
+	// elements and pending arrays ("123_4", "123_[1-5%2]") and components
+	// of heterogeneous jobs ("123+1").
+	anyJobID = regexp.MustCompile(`^[0-9]{1,10}([_+][0-9\[\]%,-]{1,64})?$`)
+	// reasonText matches Slurm's reason words ("Resources", "None",
+	// "ReqNodeNotAvail, UnavailableNodes:n1").
+	reasonText = regexp.MustCompile(`^[A-Za-z0-9_ ,:.()\[\]*/=-]{0,256}$`)
+)
+
+// parseQueueLine parses one line of squeue -o queueFormat.
+func parseQueueLine(line string) (queueEntry, error) {
+	f := strings.SplitN(line, "|", 7)
+	if len(f) != 7 {
+		return queueEntry{}, fmt.Errorf("squeue: malformed line %q", line)
+	}
+	e := queueEntry{ID: f[0], Host: f[3], Name: f[6]}
+	if !anyJobID.MatchString(e.ID) {
+		return queueEntry{}, fmt.Errorf("squeue: malformed job id in %q", line)
+	}
+	var err error
+	if e.State, err = ParseState(f[1]); err != nil {
+		return queueEntry{}, fmt.Errorf("squeue: %w", err)
+	}
+	if e.Reason, err = parseReason(f[2]); err != nil {
+		return queueEntry{}, fmt.Errorf("squeue: %w", err)
+	}
+	if e.Start, err = parseTime(f[4]); err != nil {
+		return queueEntry{}, fmt.Errorf("squeue: %w", err)
+	}
+	if e.End, err = parseTime(f[5]); err != nil {
+		return queueEntry{}, fmt.Errorf("squeue: %w", err)
+	}
+	return e, nil
+}
+
+// parseQueue parses squeue output. Malformed lines (a job of the user named
+// with a newline, say) are left out and reported together in err; the
+// well-formed entries are returned all the same.
+func parseQueue(out []byte) ([]queueEntry, error) {
+	var entries []queueEntry
+	var errs []error
+	for _, line := range strings.Split(string(out), "\n") {
+		if line == "" {
+			continue
+		}
+		e, err := parseQueueLine(line)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		entries = append(entries, e)
+	}
+	return entries, errors.Join(errs...)
+}
+
+// parseReason turns Slurm's reason into ours: "None" is no reason.
+func parseReason(s string) (string, error) {
+	if !reasonText.MatchString(s) {
+		return "", fmt.Errorf("slurm: malformed reason %q", s)
+	}
+	if s == "None" || s == "(null)" {
+		return "", nil
+	}
+	return s, nil
+}
+
+// parseTime parses a time printed under SLURM_TIME_FORMAT=%s. Slurm's words
+// for "no time" give the zero time.
+func parseTime(s string) (time.Time, error) {
+	switch s {
+	case "", "N/A", "Unknown", "None", "NONE", "0":
+		return time.Time{}, nil
+	}
+	if !isDigits(s) || len(s) > 12 {
+		return time.Time{}, fmt.Errorf("slurm: malformed time %q", s)
+	}
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("slurm: malformed time %q", s)
+	}
+	return time.Unix(sec, 0).UTC(), nil
+}
+
+// queue runs squeue once with extra selection flags. Malformed lines are
+// left out (and logged, see malformed).
+func (c *Client) queue(ctx context.Context, extra ...string) ([]queueEntry, error) {
+	out, err := c.Site.Run(ctx, nil, squeueCmd(extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("squeue: %w", err)
+	}
+	entries, err := parseQueue(out)
+	if err != nil {
+		c.malformed("squeue", err)
+	}
+	return entries, nil
+}
+
+// queueJob asks squeue about one job. found is false when squeue no longer
+// knows it.
+func (c *Client) queueJob(ctx context.Context, id JobID) (e queueEntry, found bool, err error) {
+	entries, err := c.queue(ctx, "-j", string(id))
+	if err != nil {
+		if code, stderr := exitCode(err); code > 0 && strings.Contains(stderr, "Invalid job id") {
+			return queueEntry{}, false, nil
+		}
+		return queueEntry{}, false, err
+	}
+	for _, e := range entries {
+		if e.ID == string(id) {
+			return e, true, nil
+		}
+	}
+	return queueEntry{}, false, nil
+}
+
+// newestNamed is the newest job called name among entries.
+func newestNamed(entries []queueEntry, name string) (queueEntry, bool) {
+	var best queueEntry
+	var bestID uint64
+	found := false
+	for _, e := range entries {
+		id, err := strconv.ParseUint(e.ID, 10, 64)
+		if e.Name != name || err != nil {
+			continue
+		}
+		if !found || id > bestID {
+			best, bestID, found = e, id, true
+		}
+	}
+	return best, found
+}

@@ -1,0 +1,205 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Modes of what Submit writes.
+const (
+	dirMode    fs.FileMode = 0o700
+	scriptMode fs.FileMode = 0o700
+	idMode     fs.FileMode = 0o600
+	// fileMode is the mode of a job file that gives none.
+	fileMode fs.FileMode = 0o600
+)
+
+// sbatchOutput matches sbatch --parsable: "<id>" or "<id>;<cluster>".
+var sbatchOutput = regexp.MustCompile(`^([1-9][0-9]{0,9})(;[A-Za-z0-9_.-]{1,64})?$`)
+
+// parseSbatch parses the output of sbatch --parsable.
+func parseSbatch(out []byte) (JobID, error) {
+	m := sbatchOutput.FindStringSubmatch(strings.TrimSpace(string(out)))
+	if m == nil {
+		return "", fmt.Errorf("sbatch: unexpected output %q", out)
+	}
+	return JobID(m[1]), nil
+}
+
+// Submit submits job as a batch job named after its pod UID, once: a job
+// whose directory holds a job.id, or that Slurm knows by name, is adopted
+// instead. Otherwise Submit writes the job directory (its files and job.sh),
+// runs sbatch and records the job ID in job.id.
+func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
+	if err := c.check(); err != nil {
+		return "", err
+	}
+	if err := validUID(job.UID); err != nil {
+		return "", err
+	}
+	if err := checkNamespace(job.Namespace); err != nil {
+		return "", err
+	}
+	dir := JobDir(c.DataRoot, job.Namespace, job.UID)
+	id, err := c.existing(ctx, job.UID, dir)
+	if err != nil {
+		return "", err
+	}
+	if id != "" {
+		return id, nil
+	}
+	if err := c.writeJob(ctx, job, dir); err != nil {
+		return "", err
+	}
+	out, err := c.Site.Run(ctx, nil, "sbatch", "--parsable", path.Join(dir, scriptFile))
+	if err != nil {
+		return "", fmt.Errorf("sbatch %s: %w", job.UID, err)
+	}
+	if id, err = parseSbatch(out); err != nil {
+		return "", err
+	}
+	if err := c.writeID(ctx, dir, id); err != nil {
+		return id, err
+	}
+	c.logger().Info("slurm: submitted", "uid", job.UID, "job", id)
+	return id, nil
+}
+
+// existing finds the job of a pod that was submitted before: from job.id,
+// else by its name in squeue, else (when the directory holds a job.sh, so
+// that sbatch may have run) by its name in sacct. An adopted job's ID is
+// written to job.id.
+func (c *Client) existing(ctx context.Context, uid, dir string) (JobID, error) {
+	id, err := c.readID(ctx, dir)
+	if err != nil || id != "" {
+		return id, err
+	}
+	entries, err := c.queue(ctx, "--name="+uid)
+	if err != nil {
+		return "", err
+	}
+	e, found := newestNamed(entries, uid)
+	if !found {
+		if e, found, err = c.acctNamed(ctx, uid, dir); err != nil {
+			return "", err
+		}
+	}
+	if !found {
+		return "", nil
+	}
+	if id, err = ParseJobID(e.ID); err != nil {
+		return "", err
+	}
+	if err := c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
+		return "", fmt.Errorf("adopt job %s: %w", id, err)
+	}
+	if err := c.writeID(ctx, dir, id); err != nil {
+		return "", err
+	}
+	c.logger().Info("slurm: adopted", "uid", uid, "job", id, "state", e.State)
+	return id, nil
+}
+
+// acctNamed looks a job up by name in sacct, if the job directory holds a
+// job.sh. It answers in squeue's terms.
+func (c *Client) acctNamed(ctx context.Context, uid, dir string) (queueEntry, bool, error) {
+	if _, err := c.Site.Stat(ctx, path.Join(dir, scriptFile)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return queueEntry{}, false, nil
+		}
+		return queueEntry{}, false, fmt.Errorf("look up job %s: %w", uid, err)
+	}
+	entries, err := c.accounting(ctx, "--name="+uid, "-S", acctEpoch)
+	if err != nil {
+		return queueEntry{}, false, err
+	}
+	queued := make([]queueEntry, 0, len(entries))
+	for _, e := range entries {
+		queued = append(queued, queueEntry{ID: e.ID, State: e.State, Name: e.Name})
+	}
+	e, found := newestNamed(queued, uid)
+	return e, found, nil
+}
+
+// readID reads job.id; a missing one gives "". A malformed one is logged and
+// ignored: the job is then looked up by name.
+func (c *Client) readID(ctx context.Context, dir string) (JobID, error) {
+	data, err := c.Site.ReadFile(ctx, path.Join(dir, jobIDFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", jobIDFile, err)
+	}
+	id, err := ParseJobID(strings.TrimSpace(string(data)))
+	if err != nil {
+		c.logger().Warn("slurm: ignoring malformed job.id", "dir", dir, "error", err)
+		return "", nil
+	}
+	return id, nil
+}
+
+func (c *Client) writeID(ctx context.Context, dir string, id JobID) error {
+	if err := c.Site.WriteFile(ctx, path.Join(dir, jobIDFile), []byte(string(id)+"\n"), idMode); err != nil {
+		return fmt.Errorf("write %s of job %s: %w", jobIDFile, id, err)
+	}
+	return nil
+}
+
+// writeJob writes the job directory: the job's files, then job.sh.
+func (c *Client) writeJob(ctx context.Context, job *Job, dir string) error {
+	script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: c.Runtime})
+	if err != nil {
+		return err
+	}
+	if err := c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
+		return fmt.Errorf("create job directory: %w", err)
+	}
+	made := map[string]bool{dir: true}
+	for _, f := range job.Files {
+		name, err := jobFilePath(f.Path)
+		if err != nil {
+			return err
+		}
+		full := path.Join(dir, name)
+		if parent := path.Dir(full); !made[parent] {
+			if err := c.Site.MkdirAll(ctx, parent, dirMode); err != nil {
+				return fmt.Errorf("create job directory: %w", err)
+			}
+			made[parent] = true
+		}
+		mode := f.Mode.Perm()
+		if mode == 0 {
+			mode = fileMode
+		}
+		if err := c.Site.WriteFile(ctx, full, f.Data, mode); err != nil {
+			return fmt.Errorf("write job file %s: %w", name, err)
+		}
+	}
+	if err := c.Site.WriteFile(ctx, path.Join(dir, scriptFile), script, scriptMode); err != nil {
+		return fmt.Errorf("write %s: %w", scriptFile, err)
+	}
+	return nil
+}
+
+// reserved are the names in the job directory that Submit and the script
+// write themselves.
+var reserved = map[string]bool{scriptFile: true, jobIDFile: true, jobExit: true, jobOut: true}
+
+// jobFilePath checks the path of a job file: relative, clean, inside the job
+// directory, and none of the script's own files.
+func jobFilePath(p string) (string, error) {
+	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == "." || p == ".." ||
+		strings.HasPrefix(p, "../") || reserved[p] ||
+		strings.HasSuffix(p, ".log") && !strings.Contains(p, "/") ||
+		strings.HasSuffix(p, ".exit") && !strings.Contains(p, "/") {
+		return "", fmt.Errorf("slurm: job file path %s is not allowed", strconv.Quote(p))
+	}
+	return p, nil
+}

@@ -1,0 +1,90 @@
+package slurm
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// Names that reach command lines and paths are checked, whatever their
+// source: pod UIDs come from the API server, job IDs and hosts from Slurm,
+// and none of them is trusted. (names.go checks what the script takes.)
+var (
+	uidPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	jobIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
+	// hostLabel allows the underscore that some sites use in node names.
+	hostLabel = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
+)
+
+// validUID reports a pod UID that may not name a job or a directory. It is
+// stricter than checkUID: lower case, at most 63 characters, no leading '-'.
+func validUID(uid string) error {
+	if !uidPattern.MatchString(uid) {
+		return fmt.Errorf("slurm: invalid pod uid %q", uid)
+	}
+	return nil
+}
+
+// ParseJobID parses the ID of a job as sbatch and job.id give it.
+func ParseJobID(s string) (JobID, error) {
+	if !jobIDPattern.MatchString(s) {
+		return "", fmt.Errorf("slurm: invalid job id %q", s)
+	}
+	return JobID(s), nil
+}
+
+// parseBatchHost checks a batch host reported by Slurm: a host name or an IP
+// literal. Slurm's words for "none" give "".
+func parseBatchHost(s string) (string, error) {
+	switch s {
+	case "", "n/a", "N/A", "(null)", "None", "None assigned":
+		return "", nil
+	}
+	if addr, err := netip.ParseAddr(s); err == nil {
+		if addr.Zone() != "" {
+			return "", fmt.Errorf("slurm: invalid batch host %q", s)
+		}
+		return s, nil
+	}
+	if len(s) > 253 {
+		return "", fmt.Errorf("slurm: invalid batch host %q", s)
+	}
+	for _, label := range strings.Split(s, ".") {
+		if !hostLabel.MatchString(label) {
+			return "", fmt.Errorf("slurm: invalid batch host %q", s)
+		}
+	}
+	return s, nil
+}
+
+// firstNode is the first node of a Slurm node list ("node1",
+// "gpu[01-04,07]", "a[1-2],b3"), the batch host of a job that ran.
+func firstNode(list string) string {
+	depth := 0
+	for i := 0; i < len(list); i++ {
+		switch list[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				list = list[:i] // ends the loop
+			}
+		}
+	}
+	open := strings.IndexByte(list, '[')
+	if open < 0 {
+		return list
+	}
+	shut := strings.IndexByte(list[open:], ']')
+	if shut < 0 {
+		return list
+	}
+	inner := list[open+1 : open+shut]
+	if i := strings.IndexAny(inner, ",-"); i >= 0 {
+		inner = inner[:i]
+	}
+	return list[:open] + inner + list[open+shut+1:]
+}
