@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"syscall"
@@ -76,4 +77,15 @@ func tempName(p string) string {
 	rand.Read(b[:])
 	dir, base := path.Split(p)
 	return path.Join(dir, "."+base+".tmp-"+hex.EncodeToString(b[:]))
+}
+
+// readAt reads up to n bytes of r from offset off; the end of the file is
+// not an error.
+func readAt(r io.ReaderAt, off int64, n int) ([]byte, error) {
+	buf := make([]byte, n)
+	got, err := r.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:got], nil
 }

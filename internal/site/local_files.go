@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -84,13 +83,8 @@ func (l *Local) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte,
 			return err
 		}
 		defer f.Close()
-		buf := make([]byte, n)
-		got, err := f.ReadAt(buf, off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		data = buf[:got]
-		return nil
+		data, err = readAt(f, off, n)
+		return err
 	})
 	return data, err
 }

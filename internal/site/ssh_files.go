@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -138,13 +137,8 @@ func (s *SSH) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte, e
 			return err
 		}
 		defer f.Close()
-		buf := make([]byte, n)
-		got, err := f.ReadAt(buf, off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		data = buf[:got]
-		return nil
+		data, err = readAt(f, off, n)
+		return err
 	})
 	return data, err
 }

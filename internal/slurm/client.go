@@ -1,11 +1,8 @@
 package slurm
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"path"
 	"strings"
@@ -16,26 +13,12 @@ import (
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
-// Site is what a Client needs of the site: commands and files on the login
-// node. site.Runner (SSH or local) satisfies it.
-type Site interface {
-	Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error)
-	MkdirAll(ctx context.Context, path string, perm fs.FileMode) error
-	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
-	ReadFile(ctx context.Context, path string) ([]byte, error)
-	ReadAt(ctx context.Context, path string, off int64, n int) ([]byte, error)
-	Stat(ctx context.Context, path string) (fs.FileInfo, error)
-	RemoveAll(ctx context.Context, path string) error
-}
-
-var _ Site = site.Runner(nil)
-
 // Client submits, polls, cancels and reads the logs of the jobs of one site.
 // Site and DataRoot must be set; the other fields have defaults. A Client
 // must not be copied after first use.
 type Client struct {
 	// Site runs the Slurm commands and holds the job directories.
-	Site Site
+	Site site.Runner
 	// DataRoot is the directory on the site's shared filesystem that holds
 	// the job directories: a clean absolute path of letters, digits and
 	// ._/@+=- only (it reaches #SBATCH lines and find patterns).

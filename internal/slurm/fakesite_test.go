@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
-// fakeSite is a Site in memory. It records every command, answers squeue,
+// fakeSite is a site.Runner in memory. It records every command, answers squeue,
 // sacct, sbatch and scancel through handlers, and runs the exit-file scan
 // (find) against its own files.
 type fakeSite struct {
@@ -47,7 +47,7 @@ func newFakeSite() *fakeSite {
 	return &fakeSite{files: map[string]*fakeFile{}, dirs: map[string]fs.FileMode{"/": 0o755}}
 }
 
-var _ Site = (*fakeSite)(nil)
+var _ site.Runner = (*fakeSite)(nil)
 
 // program is the program a command line runs, past env and its assignments.
 func program(args []string) string {

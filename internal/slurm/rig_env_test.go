@@ -27,7 +27,7 @@ import (
 // countingSite counts the commands run through it by program, and can hide
 // jobs from squeue (to send Status to a real sacct).
 type countingSite struct {
-	Site
+	site.Runner
 	mu   sync.Mutex
 	runs map[string]int
 	hide map[string]bool
@@ -39,7 +39,7 @@ func (s *countingSite) Run(ctx context.Context, stdin io.Reader, args ...string)
 	s.runs[prog]++
 	hide := s.hide
 	s.mu.Unlock()
-	out, err := s.Site.Run(ctx, stdin, args...)
+	out, err := s.Runner.Run(ctx, stdin, args...)
 	if prog != "squeue" || err != nil || len(hide) == 0 {
 		return out, err
 	}
@@ -99,7 +99,7 @@ func newRigEnv(t *testing.T, runtime Runtime) *rigEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	cs := &countingSite{Site: r, runs: map[string]int{}}
+	cs := &countingSite{Runner: r, runs: map[string]int{}}
 	return &rigEnv{
 		c: &Client{Site: cs, DataRoot: rig.Get(t, "RIG_DATA_ROOT"), Runtime: runtime,
 			Logger: logger, PollInterval: 200 * time.Millisecond},
