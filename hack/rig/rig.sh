@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # rig.sh: the local rig — a login node and a compute node (network namespaces)
-# with Slurm, sshd and Charliecloud, and Redis on the cluster side.
+# with Slurm, sshd and Charliecloud, and on the cluster side Redis and a
+# Kubernetes control plane (etcd, API server, controller manager, scheduler).
 #
 #   rig.sh up                       start everything (idempotent)
 #   rig.sh down                     stop everything it started, remove the network
 #   rig.sh status                   one line per service; non-zero if anything is down
 #   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
-#                                   sshd-login sshd-node redis
+#                                   sshd-login sshd-node redis etcd kube-apiserver
+#                                   kube-controller-manager kube-scheduler
 #
 # State lives in ${SLUICE_RIG_DIR:-/var/lib/sluice-rig}. See README.md.
 set -euo pipefail
@@ -34,6 +36,10 @@ source "${RIG_SRC_DIR}/lib/sshd.sh"
 source "${RIG_SRC_DIR}/lib/redis.sh"
 # shellcheck source=lib/image.sh
 source "${RIG_SRC_DIR}/lib/image.sh"
+# shellcheck source=lib/kube.sh
+source "${RIG_SRC_DIR}/lib/kube.sh"
+# shellcheck source=lib/kube_pki.sh
+source "${RIG_SRC_DIR}/lib/kube_pki.sh"
 # shellcheck source=lib/env.sh
 source "${RIG_SRC_DIR}/lib/env.sh"
 # shellcheck source=lib/services.sh
@@ -43,6 +49,7 @@ usage() {
 	cat >&2 <<'USAGE'
 usage: rig.sh up | down | status | start|stop|restart SERVICE
   SERVICE: munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis
+           etcd kube-apiserver kube-controller-manager kube-scheduler
 USAGE
 	exit 2
 }
@@ -78,6 +85,7 @@ cmd_up() {
 	users_up
 	image_up
 	services_up
+	kube_ready
 	env_write
 	log "up in $((SECONDS - start))s"
 }

@@ -7,6 +7,7 @@ RIG_PACKAGES=(
 	slurm-wlm slurmdbd mariadb-server munge
 	openssh-server openssh-client redis-server iproute2
 	charliecloud-runtime busybox-static shellcheck socat bubblewrap
+	curl openssl
 )
 
 package_installed() {

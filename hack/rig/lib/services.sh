@@ -2,7 +2,7 @@
 # The rig's daemons, in start order, and how to start, stop and check each.
 set -euo pipefail
 
-RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis)
+RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis "${KUBE_SERVICES[@]}")
 
 # svc_comm SERVICE: the daemon's command name, checked against its PID.
 svc_comm() {
@@ -12,12 +12,16 @@ svc_comm() {
 	slurmdbd | slurmctld | slurmd) printf '%s' "$1" ;;
 	sshd-login | sshd-node) printf sshd ;;
 	redis) printf redis-server ;;
+	etcd) printf etcd ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler) printf kube ;;
 	*) die "unknown service $1 (one of: ${RIG_SERVICES[*]})" ;;
 	esac
 }
 
 svc_needs_net() {
-	[[ "$1" != munge && "$1" != redis ]]
+	case "$1" in
+	munge | redis | etcd | kube-*) return 1 ;;
+	esac
 }
 
 service_pid() {
@@ -42,6 +46,7 @@ service_start() {
 	slurmd) slurmd_start ;;
 	sshd-login | sshd-node) sshd_start "${svc}" ;;
 	redis) redis_start ;;
+	etcd | kube-*) kube_start "${svc}" ;;
 	esac
 	log "${svc}: started (pid $(service_pid "${svc}"))"
 }
@@ -66,6 +71,8 @@ service_restart() {
 # changed is restarted.
 services_up() {
 	slurm_prepare
+	kube_prepare
+	kube_restart_changed
 	local svc
 	for svc in sshd-login sshd-node; do
 		if sshd_prepare "${svc}" && service_pid "${svc}" >/dev/null; then
@@ -105,17 +112,18 @@ services_status() {
 	local svc pid rc=0
 	for svc in "${RIG_SERVICES[@]}"; do
 		if pid="$(service_pid "${svc}")"; then
-			printf '%-11s running (pid %s)\n' "${svc}" "${pid}"
+			printf '%-23s running (pid %s)\n' "${svc}" "${pid}"
 		else
-			printf '%-11s not running\n' "${svc}"
+			printf '%-23s not running\n' "${svc}"
 			rc=1
 		fi
 	done
 	if net_ok; then
-		printf '%-11s up (%s %s, %s %s)\n' network "${NS_LOGIN}" "${LOGIN_ADDR}" "${NS_NODE}" "${NODE_ADDR}"
+		printf '%-23s up (%s %s, %s %s)\n' network "${NS_LOGIN}" "${LOGIN_ADDR}" "${NS_NODE}" "${NODE_ADDR}"
 	else
-		printf '%-11s down\n' network
+		printf '%-23s down\n' network
 		rc=1
 	fi
+	kube_status || rc=1
 	return "${rc}"
 }
