@@ -1,0 +1,82 @@
+package annotations
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"strings"
+)
+
+// Derived addresses lie in 127.1.0.0 - 127.255.255.254.
+//
+// 127.0.0.0/16 is left out because it holds the node-local addresses in
+// common use (127.0.0.1, 127.0.0.53 of systemd-resolved, 127.0.1.1 that
+// Debian gives the host name), and 127.255.255.255 is the broadcast address
+// of the loopback network.
+const (
+	derivedFirst = 0x010000 // low 24 bits of 127.1.0.0
+	derivedLast  = 0xfffffe // low 24 bits of 127.255.255.254
+)
+
+// DeriveBind returns the loopback address the relay of the pod with podUID
+// holds when the pod does not set ReverseBind. It is stable (the same UID
+// always gives the same address, across restarts and versions of sluice),
+// and two pods share one only by chance, with odds of 1 in 16,711,679:
+//
+//	h    = first 4 bytes of SHA-256(podUID), big-endian
+//	low  = 0x010000 + h mod (0xfffffe - 0x010000 + 1)
+//	addr = 127.(low>>16).(low>>8 & 0xff).(low & 0xff)
+func DeriveBind(podUID string) (netip.Addr, error) {
+	if podUID == "" {
+		return netip.Addr{}, errors.New("derive reverse bind address: pod uid is empty")
+	}
+	sum := sha256.Sum256([]byte(podUID))
+	h := binary.BigEndian.Uint32(sum[:4])
+	low := derivedFirst + h%(derivedLast-derivedFirst+1)
+	return netip.AddrFrom4([4]byte{127, byte(low >> 16), byte(low >> 8), byte(low)}), nil
+}
+
+// ParseBind parses the value of ReverseBind. An empty value (or one of
+// spaces only) gives DeriveBind(podUID).
+//
+// A value must be, after parsing, an IPv4 loopback address other than
+// 127.0.0.1, which every user of the node shares, and other than 127.0.0.0
+// and 127.255.255.255, the network and broadcast addresses of 127.0.0.0/8.
+// A v4-mapped IPv6 address counts as its IPv4 address: "::ffff:127.0.0.5"
+// gives 127.0.0.5, and "::ffff:127.0.0.1" is refused like 127.0.0.1. Other
+// IPv6 addresses, ::1 included, are refused: the relay binds IPv4 only,
+// since IPv6 has a single loopback address (no private one per job is
+// possible), and IPv6 clients reach the IPv4 listener through v4-mapped
+// addresses anyway. The result is always a 4-byte address.
+//
+// Errors about the value are *Refusal with ReasonBadBind.
+func ParseBind(value, podUID string) (netip.Addr, error) {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return DeriveBind(podUID)
+	}
+	a, err := netip.ParseAddr(v)
+	if err != nil {
+		return netip.Addr{}, badBind("value %s is not an IP address", quoted(v))
+	}
+	if a.Zone() != "" {
+		return netip.Addr{}, badBind("value %s has an IPv6 zone; want an IPv4 loopback address such as 127.0.0.2", quoted(v))
+	}
+	a = a.Unmap()
+	switch {
+	case a.Is6():
+		return netip.Addr{}, badBind("value %s is IPv6; the relay binds IPv4 only: want a 127.x.y.z address other than 127.0.0.1", quoted(v))
+	case !a.IsLoopback():
+		return netip.Addr{}, badBind("value %s is not a loopback address: want a 127.x.y.z address other than 127.0.0.1", quoted(v))
+	case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
+		return netip.Addr{}, badBind("value %s is 127.0.0.1, which every user of the node shares: want another 127.x.y.z address", quoted(v))
+	case a == netip.AddrFrom4([4]byte{127, 0, 0, 0}) || a == netip.AddrFrom4([4]byte{127, 255, 255, 255}):
+		return netip.Addr{}, badBind("value %s is the network or broadcast address of 127.0.0.0/8: want another 127.x.y.z address", quoted(v))
+	}
+	return a, nil
+}
+
+func badBind(format string, args ...any) *Refusal {
+	return refuse(ReasonBadBind, ReverseBind, format, args...)
+}

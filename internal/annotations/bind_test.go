@@ -1,0 +1,110 @@
+package annotations
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestParseBindAccepts(t *testing.T) {
+	tests := []struct{ value, want string }{
+		{"127.0.0.2", "127.0.0.2"},
+		{"127.0.0.5", "127.0.0.5"},
+		{" 127.10.20.30\n", "127.10.20.30"},
+		{"127.255.255.254", "127.255.255.254"},
+		{"127.0.1.1", "127.0.1.1"},
+		{"::ffff:127.0.0.5", "127.0.0.5"},
+		{"::FFFF:127.1.2.3", "127.1.2.3"},
+		{"::ffff:7f00:5", "127.0.0.5"},
+	}
+	for _, tt := range tests {
+		got, err := ParseBind(tt.value, "uid-1")
+		if err != nil || got != netip.MustParseAddr(tt.want) || !got.Is4() {
+			t.Errorf("ParseBind(%q): got %v, %v; want %s", tt.value, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseBindRefuses(t *testing.T) {
+	tests := []struct{ value, rule string }{
+		{"127.0.0.1", `value "127.0.0.1" is 127.0.0.1, which every user of the node shares`},
+		{"::ffff:127.0.0.1", `value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares`},
+		{"::ffff:7f00:1", `value "::ffff:7f00:1" is 127.0.0.1`},
+		{"127.0.0.0", "network or broadcast address"},
+		{"127.255.255.255", "network or broadcast address"},
+		{"::1", `value "::1" is IPv6; the relay binds IPv4 only`},
+		{"fd00::1", "is IPv6"},
+		{"::127.0.0.5", "is IPv6"},
+		{"fe80::1%lo", "has an IPv6 zone"},
+		{"::ffff:127.0.0.5%lo", "has an IPv6 zone"},
+		{"10.0.0.1", `value "10.0.0.1" is not a loopback address`},
+		{"0.0.0.0", "is not a loopback address"},
+		{"localhost", `value "localhost" is not an IP address`},
+		{"127.0.0.01", "is not an IP address"},
+		{"127.1", "is not an IP address"},
+		{"2130706434", "is not an IP address"},
+		{"127.0.0.2:80", "is not an IP address"},
+		{"127.0.0.2 127.0.0.3", "is not an IP address"},
+		{strings.Repeat("1", 1000), `value "` + strings.Repeat("1", maxQuoted) + `..." is not an IP address`},
+	}
+	for _, tt := range tests {
+		_, err := ParseBind(tt.value, "uid-1")
+		var r *Refusal
+		if !errors.As(err, &r) || r.Reason != ReasonBadBind || r.Annotation != ReverseBind || !strings.Contains(r.Rule, tt.rule) {
+			t.Errorf("ParseBind(%q): got %v; want a %s refusal containing %q", tt.value, err, ReasonBadBind, tt.rule)
+		}
+	}
+	_, err := ParseBind("::ffff:127.0.0.1", "uid-1")
+	want := `interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares: want another 127.x.y.z address`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v; want %s", err, want)
+	}
+}
+
+func TestDeriveBind(t *testing.T) {
+	// Fixed values, computed apart from this code (Python's hashlib, by the
+	// formula in DeriveBind's comment): the derivation must not change
+	// between versions, or a restarted virtual kubelet would move a running
+	// job's address.
+	fixed := []struct{ uid, want string }{
+		{"0b8f5a3c-6a53-4bd5-8c41-3a2f7a1d9e10", "127.17.86.253"},
+		{"x", "127.159.22.111"},
+	}
+	for _, tt := range fixed {
+		got, err := DeriveBind(tt.uid)
+		if err != nil || got.String() != tt.want {
+			t.Errorf("DeriveBind(%q): got %v, %v; want %s", tt.uid, got, err, tt.want)
+		}
+		again, _ := ParseBind("", tt.uid)
+		if again != got {
+			t.Errorf("ParseBind(\"\", %q): got %v; want %v as DeriveBind", tt.uid, again, got)
+		}
+	}
+	seen := map[netip.Addr]string{}
+	for i := range 20000 {
+		uid := fmt.Sprintf("uid-%d", i)
+		a, err := DeriveBind(uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := a.As4()
+		if !a.Is4() || b[0] != 127 || b[1] == 0 || a == netip.MustParseAddr("127.255.255.255") {
+			t.Fatalf("DeriveBind(%q): got %v; want an address in 127.1.0.0-127.255.255.254", uid, a)
+		}
+		if other, ok := seen[a]; ok {
+			t.Logf("DeriveBind: %q and %q share %v (expected rarely)", uid, other, a)
+		}
+		seen[a] = uid
+	}
+	if len(seen) < 19900 {
+		t.Errorf("20000 uids gave %d addresses; want nearly all distinct", len(seen))
+	}
+	if _, err := DeriveBind(""); err == nil {
+		t.Errorf("DeriveBind(\"\"): got no error; want one")
+	}
+	if _, err := ParseBind("  ", ""); err == nil {
+		t.Errorf("ParseBind of nothing without a uid: got no error; want one")
+	}
+}

@@ -1,0 +1,43 @@
+// Package annotations parses and validates the pod annotations that shape an
+// offloaded pod: the reverse tunnel (S5) and the refusals at creation (S6).
+// The annotation names are those of interLink, kept unchanged so that a pod
+// written for it works here. The package does no I/O.
+package annotations
+
+// Reverse tunnel annotations (S5).
+const (
+	// ReverseForwards lists the cluster endpoints the job reaches:
+	// "minio:9000 redis:6379 kubernetes.default.svc.cluster.local:443".
+	ReverseForwards = "interlink.eu/reverse-forwards"
+	// ReverseBind overrides the loopback address the job's relay holds.
+	ReverseBind = "interlink.eu/reverse-bind"
+	// ReverseSocksPort asks for a SOCKS5 proxy on 127.0.0.1 of the node.
+	ReverseSocksPort = "interlink.eu/reverse-socks-port"
+)
+
+// Retired reverse tunnel annotations. They were never released; pods setting
+// them are neither refused nor affected: owner-only is not optional, and the
+// carrier is the site's choice (Network.SSH.Reverse.NodeExec).
+const (
+	RetiredReverseOwnerOnly = "interlink.eu/reverse-owner-only"
+	RetiredReverseNodeExec  = "interlink.eu/reverse-node-exec"
+)
+
+// PodVPN disables the shadow, as in interLink: any non-empty value counts,
+// "false" included (see HasPodVPN).
+const PodVPN = "interlink.eu/pod-vpn"
+
+// Kept containers (S3): the init containers and containers these annotations
+// list run in the shadow, in the cluster, instead of in the job.
+const (
+	DisableOffloadInitContainers = "interlink.eu/disable-offload-init-containers"
+	DisableOffloadContainers     = "interlink.eu/disable-offload-containers"
+)
+
+// HasPodVPN reports whether the pod sets PodVPN. interLink disables the
+// shadow for any non-empty value, so any non-empty value counts here too,
+// including "false" and "0": a pod written for interLink with such a value
+// runs there without a shadow, and must not silently get one here.
+func HasPodVPN(annotations map[string]string) bool {
+	return annotations[PodVPN] != ""
+}

@@ -1,0 +1,76 @@
+package annotations
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// Reverse is everything a pod asks of the reverse tunnel (S5).
+type Reverse struct {
+	// Forwards are the endpoints, in the order the pod lists them; no two
+	// share a ListenPort.
+	Forwards []Forward
+	// Bind is the IPv4 loopback address the job's relay holds: the
+	// pod's ReverseBind, or DeriveBind of its UID.
+	Bind netip.Addr
+	// SocksPort is the port of the SOCKS5 proxy on 127.0.0.1 of the node;
+	// 0 when the pod asks for none. It is never a ListenPort of Forwards.
+	SocksPort int
+}
+
+// Parse reads a pod's reverse tunnel annotations. It returns nil when the
+// pod asks for no reverse tunnel: no forward and no SOCKS port. A
+// ReverseBind alone asks for nothing, but it is validated all the same, so
+// that a mistake in it is reported rather than ignored. The retired
+// annotations are ignored.
+//
+// Errors about the annotations are *Refusal (ReasonMalformed,
+// ReasonPortRepeats, ReasonSocksCollides, ReasonBadBind); the site's rules
+// are Check's. podNamespace and podUID are the pod's; an empty podUID or a
+// podNamespace that is not a DNS label is the caller's mistake and gives a
+// plain error.
+func Parse(annotations map[string]string, podNamespace, podUID string) (*Reverse, error) {
+	forwards, err := ParseForwards(annotations[ReverseForwards], podNamespace)
+	if err != nil {
+		return nil, err
+	}
+	socks, _, err := ParseSocksPort(annotations[ReverseSocksPort])
+	if err != nil {
+		return nil, err
+	}
+	bindValue := annotations[ReverseBind]
+	if strings.TrimSpace(bindValue) != "" {
+		if _, err := ParseBind(bindValue, podUID); err != nil {
+			return nil, err
+		}
+	}
+	if len(forwards) == 0 && socks == 0 {
+		return nil, nil
+	}
+	r := &Reverse{Forwards: forwards, SocksPort: socks}
+	if r.Bind, err = ParseBind(bindValue, podUID); err != nil {
+		return nil, err
+	}
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// validate checks what ties the annotations together: the listen ports are
+// distinct and the SOCKS port is none of them. Parse and Check both call it,
+// so that a Reverse built by hand is held to these two rules.
+func (r *Reverse) validate() *Refusal {
+	seen := make(map[int]bool, len(r.Forwards))
+	for _, f := range r.Forwards {
+		if seen[f.ListenPort] {
+			return refuseEntry(ReasonPortRepeats, ReverseForwards, f.String(), "port %d repeats", f.ListenPort)
+		}
+		seen[f.ListenPort] = true
+	}
+	if r.SocksPort != 0 && seen[r.SocksPort] {
+		return refuse(ReasonSocksCollides, ReverseSocksPort,
+			"port %d is also a listen port of %s", r.SocksPort, ReverseForwards)
+	}
+	return nil
+}
