@@ -1,0 +1,133 @@
+// Command sluice-relay is the job-side relay of the reverse tunnel. The job
+// starts it before the workload; it listens on a loopback address and passes
+// on the job user's connections to each port to the tunnel's unix socket
+// <dir>/rev-<port>.sock, closing everyone else's.
+//
+//	sluice-relay --addr 127.4.5.6 --dir /tmp/sluice/<pod uid> --ports 9000,6379 --parent-pid $$ [--uid N]
+//
+// It binds every port before anything else and then writes
+// <dir>/rev-relay.ready. It stops when the parent process or the directory
+// is gone, or on SIGTERM or SIGINT. Messages go to standard error.
+//
+// Exit status:
+//
+//	0  stopped: parent gone, directory gone, SIGTERM or SIGINT
+//	1  failed: the socket directory is unusable or the readiness file cannot be written
+//	2  usage: a flag is missing or malformed
+//	3  a port is taken (the message names it); nothing was served
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/sluice-hpc/sluice/internal/relay"
+)
+
+const (
+	exitFailed    = 1
+	exitUsage     = 2
+	exitPortTaken = 3
+)
+
+// portList collects --port and --ports.
+type portList []uint16
+
+func (p *portList) String() string { return fmt.Sprint([]uint16(*p)) }
+
+func (p *portList) Set(s string) error {
+	ports, err := relay.ParsePorts(s)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, ports...)
+	return nil
+}
+
+func main() {
+	var ports portList
+	addr := flag.String("addr", "", "IPv4 loopback address to listen on, in 127.0.0.0/8 but not 127.0.0.1 (required)")
+	dir := flag.String("dir", "", "the pod's socket directory, holding rev-<port>.sock (required)")
+	flag.Var(&ports, "port", "a port to listen on (repeatable)")
+	flag.Var(&ports, "ports", "ports to listen on, separated by commas")
+	parent := flag.Int("parent-pid", 0, "pid of the job's shell; the relay stops when it is gone (0: do not watch)")
+	uid := flag.String("uid", "", "uid whose connections are passed on (default: the relay's own uid)")
+	flag.Usage = usage
+	flag.Parse()
+
+	cfg, err := config(*addr, *dir, ports, *parent, *uid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-relay:", err)
+		os.Exit(exitUsage)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, cfg))
+}
+
+func usage() {
+	fmt.Fprint(flag.CommandLine.Output(), `usage: sluice-relay --addr 127.x.y.z --dir DIR --ports P[,P...] [--parent-pid PID] [--uid UID]
+
+Passes the connections of one user to each port on to DIR/rev-<port>.sock,
+after binding every port and writing DIR/rev-relay.ready.
+
+Exit status: 0 stopped (parent gone, directory gone, SIGTERM or SIGINT);
+1 failed (socket directory unusable, readiness file not written);
+2 usage; 3 a port is taken.
+
+`)
+	flag.PrintDefaults()
+}
+
+func config(addr, dir string, ports []uint16, parent int, uid string) (relay.Config, error) {
+	if flag.NArg() > 0 {
+		return relay.Config{}, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	cfg := relay.Config{Dir: dir, Ports: ports, ParentPID: parent, UID: uint32(os.Getuid())}
+	if addr == "" {
+		return relay.Config{}, errors.New("--addr is required")
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return relay.Config{}, fmt.Errorf("--addr: %w", err)
+	}
+	cfg.Addr = a
+	if uid != "" {
+		n, err := strconv.ParseUint(uid, 10, 32)
+		if err != nil {
+			return relay.Config{}, fmt.Errorf("--uid %q is not a number", uid)
+		}
+		cfg.UID = uint32(n)
+	}
+	if err := cfg.Validate(); err != nil {
+		return relay.Config{}, fmt.Errorf("--%w", err)
+	}
+	return cfg, nil
+}
+
+func run(ctx context.Context, cfg relay.Config) int {
+	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "sluice-relay")
+	r, err := relay.Listen(cfg)
+	var perr *relay.PortError
+	if errors.As(err, &perr) {
+		fmt.Fprintln(os.Stderr, "sluice-relay:", err)
+		return exitPortTaken
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-relay:", err)
+		return exitFailed
+	}
+	if err := r.Serve(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-relay:", err)
+		return exitFailed
+	}
+	return 0
+}

@@ -1,0 +1,49 @@
+package relay
+
+import (
+	"log/slog"
+	"sync/atomic"
+)
+
+// failureKind is one kind of failure the relay counts and logs.
+type failureKind int
+
+const (
+	ownerRefused failureKind = iota // the client is not the job's user
+	lookupFailed                    // the client's owner could not be found
+	tunnelDown                      // the unix socket is missing, refuses or is not the job user's
+	acceptError                     // accept on a listener failed
+	copyError                       // copying a connection failed
+	numFailureKinds
+)
+
+var failureMessages = [numFailureKinds]string{
+	ownerRefused: "connection refused: not the job's user",
+	lookupFailed: "connection refused: owner lookup failed",
+	tunnelDown:   "connection closed: tunnel down",
+	acceptError:  "accept failed",
+	copyError:    "copy failed",
+}
+
+// logEvery is how often a kind of failure is logged after its first time.
+const logEvery = 1000
+
+// failureLog logs each kind of failure the first time and then every
+// logEvery-th time, with the running count: the log is the job's output,
+// which any user of the node could otherwise grow by connecting in a loop.
+type failureLog struct {
+	log    *slog.Logger
+	counts [numFailureKinds]atomic.Uint64
+}
+
+// record counts one failure of kind k and logs it if its turn has come.
+func (f *failureLog) record(k failureKind, args ...any) {
+	n := f.counts[k].Add(1)
+	if (n-1)%logEvery != 0 {
+		return
+	}
+	f.log.Warn(failureMessages[k], append(args, "count", n)...)
+}
+
+// count returns how many failures of kind k were recorded.
+func (f *failureLog) count(k failureKind) uint64 { return f.counts[k].Load() }

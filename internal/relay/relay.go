@@ -1,0 +1,199 @@
+// Package relay is the job-side end of the reverse tunnel: an owner-checked
+// relay from TCP ports on a loopback address to the unix sockets of the
+// tunnel in the pod's socket directory.
+//
+// The relay binds every port first, then writes rev-relay.ready, then serves.
+// For each connection it finds the user owning the connecting socket (through
+// sock_diag, or /proc/net/tcp{,6} where netlink is not available) and passes
+// on only the job user's connections, to <dir>/rev-<port>.sock; others are
+// closed at once, as are connections while the tunnel is down. It stops when
+// the job's shell or the socket directory is gone, or its context ends.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// PortError is returned by Listen when a port cannot be bound, usually
+// because another socket holds it.
+type PortError struct {
+	Addr netip.Addr
+	Port uint16
+	Err  error
+}
+
+func (e *PortError) Error() string {
+	return fmt.Sprintf("port %d on %v is taken: %v", e.Port, e.Addr, e.Err)
+}
+
+func (e *PortError) Unwrap() error { return e.Err }
+
+// Relay holds the bound listeners of a configuration.
+type Relay struct {
+	cfg       Config
+	owners    Owners
+	log       *slog.Logger
+	fails     failureLog
+	dir       *os.File // the socket directory, held open
+	listeners []*net.TCPListener
+}
+
+// Listen validates cfg, checks the socket directory and binds every port.
+// If one port cannot be bound it closes the others and returns a *PortError
+// naming it: nothing is served unless every port is.
+func Listen(cfg Config) (*Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := openDir(cfg.Dir, cfg.UID)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Relay{cfg: cfg, log: log, dir: dir}
+	r.fails.log = log
+	addr := cfg.Addr.Unmap()
+	for _, port := range cfg.Ports {
+		ln, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(addr, port)))
+		if err != nil {
+			r.Close()
+			return nil, &PortError{Addr: addr, Port: port, Err: err}
+		}
+		r.listeners = append(r.listeners, ln)
+	}
+	r.owners = cfg.Owners
+	if r.owners == nil {
+		var how string
+		r.owners, how = DetectOwners(netip.AddrPortFrom(addr, cfg.Ports[0]))
+		log.Info("owner lookup", "method", how)
+	}
+	return r, nil
+}
+
+// Addrs returns the bound addresses, in the order of Config.Ports.
+func (r *Relay) Addrs() []netip.AddrPort {
+	out := make([]netip.AddrPort, len(r.listeners))
+	for i, ln := range r.listeners {
+		out[i] = ln.Addr().(*net.TCPAddr).AddrPort()
+	}
+	return out
+}
+
+// Close closes the listeners of a relay that is not served.
+func (r *Relay) Close() error {
+	err := r.closeListeners()
+	r.dir.Close()
+	return err
+}
+
+func (r *Relay) closeListeners() error {
+	var errs []error
+	for _, ln := range r.listeners {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Serve writes the readiness file, then passes connections on until ctx ends,
+// the parent process is gone or the socket directory is removed or replaced.
+// It then closes the listeners and every open connection, removes the
+// readiness file and returns nil. It returns an error only when it cannot
+// start (the readiness file cannot be written).
+func (r *Relay) Serve(ctx context.Context) error {
+	defer r.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ready := filepath.Join(r.cfg.Dir, ReadyFile)
+	if err := writeFileAtomic(ready, []byte(readyContent(r.Addrs()))); err != nil {
+		return fmt.Errorf("write readiness file: %w", err)
+	}
+	// Remove it from the directory held open, not by path: a directory
+	// recreated at the path belongs to a new relay.
+	defer unix.Unlinkat(int(r.dir.Fd()), ReadyFile, 0)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { cancel(watch(ctx, r.cfg, r.dir)) })
+	for _, ln := range r.listeners {
+		wg.Go(func() { r.acceptLoop(ctx, ln) })
+	}
+	r.log.Info("relay ready", "addr", r.cfg.Addr.Unmap(), "ports", r.cfg.Ports, "uid", r.cfg.UID)
+	<-ctx.Done()
+	r.log.Info("relay stopping", "reason", context.Cause(ctx))
+	r.closeListeners()
+	wg.Wait()
+	return nil
+}
+
+// readyContent lists the bound addresses, one a line.
+func readyContent(addrs []netip.AddrPort) string {
+	var b strings.Builder
+	for _, a := range addrs {
+		b.WriteString(a.String() + "\n")
+	}
+	return b.String()
+}
+
+// acceptLoop accepts connections on ln until ctx ends. Accept errors never
+// end it: it backs off (5ms doubling to 1s) and tries again.
+func (r *Relay) acceptLoop(ctx context.Context, ln *net.TCPListener) {
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	port := ln.Addr().(*net.TCPAddr).AddrPort().Port()
+	var delay time.Duration
+	for {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			r.fails.record(acceptError, "port", port, "error", err)
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			continue
+		}
+		delay = 0
+		conns.Go(func() { r.handle(ctx, c, port) })
+	}
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames
+// it over path, so that readers see all of it or nothing.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
