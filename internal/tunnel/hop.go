@@ -1,0 +1,128 @@
+// Package tunnel carries connections between the cluster and a job's compute
+// node over SSH through the site's login node: forward (cluster clients to
+// ports the job listens on, SPEC S4) and reverse (the job to cluster
+// endpoints, SPEC S5). Both reach the node over the same checked hop.
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sshx"
+	"golang.org/x/crypto/ssh"
+)
+
+// Hop reaches the login node, and through it a compute node's own sshd, with
+// the host key of each checked against its pinned known_hosts.
+type Hop struct {
+	// LoginAddr is the login node's sshd, host:port.
+	LoginAddr string
+	User      string
+	Auth      []ssh.AuthMethod
+	// LoginHostKeys and NodeHostKeys check the host keys of the login node
+	// and of the compute nodes (sshx.HostKeys). Both are required.
+	LoginHostKeys ssh.HostKeyCallback
+	NodeHostKeys  ssh.HostKeyCallback
+	// NodePort is the port of the compute nodes' sshd. If zero, 22.
+	NodePort int
+	// Dial opens the connection to the login node. If nil, a net.Dialer.
+	Dial sshx.DialFunc
+	// Timeout bounds each connection and handshake. If zero, 20s.
+	Timeout time.Duration
+}
+
+// Login connects to the login node.
+func (h *Hop) Login(ctx context.Context) (*ssh.Client, error) {
+	if h.LoginHostKeys == nil || h.NodeHostKeys == nil {
+		return nil, errors.New("tunnel: login and node host keys must both be pinned")
+	}
+	dial := h.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout())
+	defer cancel()
+	return sshx.Dial(ctx, dial, h.LoginAddr, h.config(h.LoginHostKeys, h.LoginAddr))
+}
+
+// Node connects to node's own sshd through login, an open connection to the
+// login node. node must be a host name or IP literal (CheckNode).
+func (h *Hop) Node(ctx context.Context, login *ssh.Client, node string) (*ssh.Client, error) {
+	if err := CheckNode(node); err != nil {
+		return nil, err
+	}
+	port := h.NodePort
+	if port == 0 {
+		port = 22
+	}
+	addr := net.JoinHostPort(node, strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(ctx, h.timeout())
+	defer cancel()
+	return sshx.Dial(ctx, login.DialContext, addr, h.config(h.NodeHostKeys, addr))
+}
+
+func (h *Hop) timeout() time.Duration {
+	if h.Timeout == 0 {
+		return 20 * time.Second
+	}
+	return h.Timeout
+}
+
+func (h *Hop) config(keys ssh.HostKeyCallback, addr string) *ssh.ClientConfig {
+	return &ssh.ClientConfig{
+		User:              h.User,
+		Auth:              h.Auth,
+		HostKeyCallback:   keys,
+		HostKeyAlgorithms: sshx.HostKeyAlgorithms(keys, addr),
+		Timeout:           h.timeout(),
+	}
+}
+
+var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+// CheckNode accepts a compute node name as Slurm reports it and the node
+// ConfigMap carries it: a host name or an IP literal, nothing else. It is
+// the only check between that name and an SSH request.
+func CheckNode(node string) error {
+	if addr, err := netip.ParseAddr(node); err == nil {
+		if addr.Zone() != "" {
+			return fmt.Errorf("tunnel: node %q: zoned addresses are not node names", node)
+		}
+		return nil
+	}
+	if node == "" || len(node) > 253 {
+		return fmt.Errorf("tunnel: node %q: not a host name", node)
+	}
+	for _, label := range strings.Split(node, ".") {
+		if !hostLabel.MatchString(label) {
+			return fmt.Errorf("tunnel: node %q: not a host name", node)
+		}
+	}
+	return nil
+}
+
+// ReadNode reads the compute node from file, the `node` key of the
+// `<shadow>-node` ConfigMap mounted as a directory. An empty file means the
+// job has no node yet: it returns "" and no error.
+func ReadNode(file string) (string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("tunnel: read node: %w", err)
+	}
+	node := strings.TrimSpace(string(data))
+	if node == "" {
+		return "", nil
+	}
+	if err := CheckNode(node); err != nil {
+		return "", err
+	}
+	return node, nil
+}
