@@ -20,6 +20,7 @@ type Config struct {
 	NodeName string  `yaml:"NodeName"`
 	Site     Site    `yaml:"Site"`
 	Network  Network `yaml:"Network"`
+	Node     Node    `yaml:"Node"`
 }
 
 // Access says how the virtual kubelet reaches the site.
@@ -138,6 +139,7 @@ func (c *Config) Default() {
 	if c.Site.PollInterval == 0 {
 		c.Site.PollInterval = 5 * time.Second
 	}
+	c.Node.Default()
 	if c.Network.ShadowMode == "" {
 		c.Network.ShadowMode = "ssh"
 	}

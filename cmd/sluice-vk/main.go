@@ -1,0 +1,52 @@
+// Command sluice-vk is the virtual kubelet: it registers a node, runs the
+// pods bound to it as Slurm jobs on a site reached over SSH, and serves
+// their logs to the API server.
+//
+//	sluice-vk --config sluice.yaml [--kubeconfig FILE] [--log-level info]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/vk"
+)
+
+func main() {
+	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
+	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
+	flag.Parse()
+
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-vk: --log-level:", err)
+		os.Exit(2)
+	}
+	if *configFile == "" {
+		fmt.Fprintln(os.Stderr, "sluice-vk: --config is required")
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *configFile, *kubeconfig, log); err != nil {
+		log.Error("sluice-vk: exiting", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, configFile, kubeconfig string, log *slog.Logger) error {
+	cfg, err := config.Load(configFile)
+	if err != nil {
+		return err
+	}
+	return vk.Run(ctx, cfg, vk.Options{Kubeconfig: kubeconfig, Logger: log})
+}

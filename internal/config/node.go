@@ -1,0 +1,115 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Node describes the virtual node: what it offers the scheduler and where
+// its kubelet API listens.
+type Node struct {
+	// CPU, Memory, Pods and GPUs are the node's capacity (and allocatable),
+	// as Kubernetes quantities. If empty, 100 CPUs, 256Gi, 1000 pods, no GPUs.
+	CPU    string `yaml:"CPU"`
+	Memory string `yaml:"Memory"`
+	Pods   string `yaml:"Pods"`
+	GPUs   string `yaml:"GPUs"`
+	// Labels are added to the node's own (type, kubernetes.io/role,
+	// kubernetes.io/hostname, kubernetes.io/os); kubernetes.io/hostname
+	// cannot be changed.
+	Labels map[string]string `yaml:"Labels"`
+	// InternalIP is the node's address: the API server dials it, at the
+	// kubelet API's port, for logs. If empty, 127.0.0.1.
+	InternalIP string     `yaml:"InternalIP"`
+	KubeletAPI KubeletAPI `yaml:"KubeletAPI"`
+}
+
+// KubeletAPI configures the HTTPS server the API server reaches for logs.
+type KubeletAPI struct {
+	// Listen is the host:port to listen on. Port 0 picks a free port, which
+	// the node then advertises. If empty, <InternalIP>:10250.
+	Listen string `yaml:"Listen"`
+	// CertFile and KeyFile hold the serving certificate and its key. If both
+	// are empty, a self-signed certificate is made at start-up for
+	// InternalIP: the API server does not check kubelet certificates unless
+	// it runs with --kubelet-certificate-authority.
+	CertFile string `yaml:"CertFile"`
+	KeyFile  string `yaml:"KeyFile"`
+	// ClientCAFile holds the CA that signs the API server's kubelet client
+	// certificate. If empty, the CA the virtual kubelet trusts for the API
+	// server (from its kubeconfig or the in-cluster CA) is used. Requests
+	// are then authorised with a SubjectAccessReview, as a kubelet does.
+	ClientCAFile string `yaml:"ClientCAFile"`
+}
+
+// DefaultKubeletPort is the kubelet API's port when Listen is empty.
+const DefaultKubeletPort = 10250
+
+// Default fills the keys left empty.
+func (n *Node) Default() {
+	for _, d := range []struct {
+		v   *string
+		def string
+	}{{&n.CPU, "100"}, {&n.Memory, "256Gi"}, {&n.Pods, "1000"}, {&n.GPUs, "0"}, {&n.InternalIP, "127.0.0.1"}} {
+		if *d.v == "" {
+			*d.v = d.def
+		}
+	}
+	if n.KubeletAPI.Listen == "" {
+		n.KubeletAPI.Listen = net.JoinHostPort(n.InternalIP, strconv.Itoa(DefaultKubeletPort))
+	}
+}
+
+// hostnameLabel is set by the node itself.
+const hostnameLabel = "kubernetes.io/hostname"
+
+func (n *Node) validate(bad reporter) {
+	for _, f := range []struct{ key, q string }{
+		{"Node.CPU", n.CPU}, {"Node.Memory", n.Memory}, {"Node.Pods", n.Pods}, {"Node.GPUs", n.GPUs},
+	} {
+		key, q := f.key, f.q
+		v, err := resource.ParseQuantity(q)
+		switch {
+		case err != nil:
+			bad(key, "must be a quantity such as 64, 500m or 256Gi, got %q", q)
+		case v.Sign() < 0:
+			bad(key, "must not be negative, got %q", q)
+		case (key == "Node.Pods" || key == "Node.GPUs") && v.MilliValue()%1000 != 0:
+			bad(key, "must be a whole number, got %q", q)
+		}
+	}
+	for k, v := range n.Labels {
+		key := "Node.Labels[" + k + "]"
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			bad(key, "key: %s", strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			bad(key, "value: %s", strings.Join(msgs, "; "))
+		}
+		if k == hostnameLabel {
+			bad(key, "is set by the node itself")
+		}
+	}
+	if ip := net.ParseIP(n.InternalIP); ip == nil || ip.IsUnspecified() {
+		bad("Node.InternalIP", "must be an IP address the API server can dial, got %q", n.InternalIP)
+	}
+	a := n.KubeletAPI
+	host, port, err := net.SplitHostPort(a.Listen)
+	if err != nil {
+		bad("Node.KubeletAPI.Listen", "must be host:port, got %q", a.Listen)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		bad("Node.KubeletAPI.Listen", "port must be 0-65535, got %q", port)
+	} else if host != "" && net.ParseIP(host) == nil {
+		bad("Node.KubeletAPI.Listen", "host must be an IP address, got %q", host)
+	}
+	if (a.CertFile == "") != (a.KeyFile == "") {
+		bad("Node.KubeletAPI.CertFile", "CertFile and KeyFile go together: set both or neither")
+	}
+	absPath(bad, "Node.KubeletAPI.CertFile", a.CertFile, false)
+	absPath(bad, "Node.KubeletAPI.KeyFile", a.KeyFile, false)
+	absPath(bad, "Node.KubeletAPI.ClientCAFile", a.ClientCAFile, false)
+}

@@ -1,0 +1,76 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNodeDefaults(t *testing.T) {
+	c, err := Parse([]byte(minimal))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	n := c.Node
+	got := []string{n.CPU, n.Memory, n.Pods, n.GPUs, n.InternalIP, n.KubeletAPI.Listen}
+	want := []string{"100", "256Gi", "1000", "0", "127.0.0.1", "127.0.0.1:10250"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("got node defaults %v; want %v", got, want)
+	}
+}
+
+func TestNodeAccepted(t *testing.T) {
+	src := minimal + `Node:
+  CPU: 500m
+  Memory: 64Gi
+  Pods: "20"
+  GPUs: "4"
+  Labels: {site: cern, example.org/queue: gpu}
+  InternalIP: 10.0.0.5
+  KubeletAPI:
+    Listen: 0.0.0.0:0
+    CertFile: /etc/sluice/tls.crt
+    KeyFile: /etc/sluice/tls.key
+    ClientCAFile: /etc/sluice/ca.crt
+`
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if c.Node.KubeletAPI.Listen != "0.0.0.0:0" || c.Node.Labels["site"] != "cern" {
+		t.Errorf("got Listen %q labels %v; want 0.0.0.0:0 and site=cern", c.Node.KubeletAPI.Listen, c.Node.Labels)
+	}
+}
+
+func TestNodeRejected(t *testing.T) {
+	tests := []struct {
+		name, node, want string
+	}{
+		{"bad cpu", "  CPU: lots\n", "Node.CPU"},
+		{"negative memory", "  Memory: -1Gi\n", "Node.Memory"},
+		{"fractional pods", "  Pods: 1500m\n", "Node.Pods"},
+		{"fractional gpus", "  GPUs: \"0.5\"\n", "Node.GPUs"},
+		{"bad label key", "  Labels: {\"a b\": x}\n", "Node.Labels[a b]"},
+		{"bad label value", "  Labels: {a: \"x y\"}\n", "Node.Labels[a]"},
+		{"hostname label", "  Labels: {kubernetes.io/hostname: x}\n", "Node.Labels[kubernetes.io/hostname]"},
+		{"bad internal ip", "  InternalIP: node.example\n", "Node.InternalIP"},
+		{"unspecified internal ip", "  InternalIP: 0.0.0.0\n", "Node.InternalIP"},
+		{"listen without port", "  KubeletAPI: {Listen: 127.0.0.1}\n", "Node.KubeletAPI.Listen"},
+		{"listen bad port", "  KubeletAPI: {Listen: \"127.0.0.1:99999\"}\n", "Node.KubeletAPI.Listen"},
+		{"listen host name", "  KubeletAPI: {Listen: \"localhost:1\"}\n", "Node.KubeletAPI.Listen"},
+		{"cert without key", "  KubeletAPI: {CertFile: /c}\n", "Node.KubeletAPI.CertFile"},
+		{"relative key", "  KubeletAPI: {CertFile: /c, KeyFile: k}\n", "Node.KubeletAPI.KeyFile"},
+		{"relative client ca", "  KubeletAPI: {ClientCAFile: ca.crt}\n", "Node.KubeletAPI.ClientCAFile"},
+		{"unknown key", "  Cpus: 4\n", "Cpus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(minimal + "Node:\n" + tt.node))
+			if err == nil {
+				t.Fatalf("Parse accepted it; want an error naming %s", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got error %q; want it to name %s", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,199 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// CreatePod accepts a pod bound to the node: a pod that cannot run is
+// refused (Failed, with a reason and an Event); any other is reported
+// Pending and submitted in the background, retried with backoff while what
+// it needs (a ConfigMap, the site) is missing. A pod whose job was submitted
+// before (the virtual kubelet restarted) is adopted, never submitted twice.
+func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	key := keyOf(pod)
+	p.mu.Lock()
+	if old := p.pods[key]; old != nil && old.pod.UID == pod.UID {
+		p.mu.Unlock()
+		return nil
+	}
+	st := &podState{pod: pod.DeepCopy(), ref: p.cfg.Jobs.Ref(pod.Namespace, string(pod.UID), ""), finalizer: hasFinalizer(pod)}
+	if pod.Status.StartTime != nil && pod.Status.HostIP == p.cfg.InternalIP && hasFinalizer(pod) {
+		// ours before a restart: keep what was reported until the next poll
+		st.pod.Status = *pod.Status.DeepCopy()
+	} else {
+		st.pod.Status = initialStatus(pod, p.cfg.InternalIP, p.cfg.Now())
+	}
+	p.pods[key] = st
+	p.mu.Unlock()
+
+	if perr := p.precheck(pod); perr != nil {
+		p.refuse(st, perr)
+		return nil
+	}
+	p.push(st)
+	p.background(func(ctx context.Context) { p.submit(ctx, st) })
+	return nil
+}
+
+// UpdatePod takes the new labels and annotations of a pod; a job cannot
+// change once submitted, so its spec is kept.
+func (p *Provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.pods[keyOf(pod)]
+	if st == nil || st.pod.UID != pod.UID {
+		return nil
+	}
+	st.pod.ObjectMeta = *pod.ObjectMeta.DeepCopy()
+	st.pod.Spec.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
+	st.pod.Spec.Tolerations = pod.Spec.Tolerations
+	return nil
+}
+
+// submit turns the pod into a job and submits it, retrying with backoff
+// until it is submitted, refused, deleted or ctx ends.
+func (p *Provider) submit(ctx context.Context, st *podState) {
+	p.submits <- struct{}{}
+	defer func() { <-p.submits }()
+	st.op.Lock()
+	defer st.op.Unlock()
+	for attempt := 0; ; attempt++ {
+		if p.isDeleting(st) {
+			return
+		}
+		done, err := p.trySubmit(ctx, st)
+		if done {
+			return
+		}
+		p.waitSubmit(st, err)
+		if !sleep(ctx, p.backoff(attempt)) {
+			return
+		}
+	}
+}
+
+// trySubmit makes one attempt. It reports done once the pod is submitted
+// or refused; otherwise the error says what the pod waits for.
+func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
+	p.mu.Lock()
+	pod := st.pod.DeepCopy()
+	p.mu.Unlock()
+	job, err := slurm.FromPod(ctx, pod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime})
+	var perr *slurm.PodError
+	if errors.As(err, &perr) {
+		p.refuse(st, perr)
+		return true, nil
+	}
+	if err != nil {
+		return false, &waitError{reason: reasonConfigError, err: err}
+	}
+	adopted := hasFinalizer(pod)
+	if !adopted {
+		if err := p.addFinalizer(ctx, pod); err != nil {
+			return false, &waitError{reason: reasonSubmitError, err: err}
+		}
+		p.mu.Lock()
+		st.finalizer = true
+		p.mu.Unlock()
+	}
+	id, err := p.cfg.Jobs.Submit(ctx, job)
+	if err != nil {
+		return false, &waitError{reason: reasonSubmitError, err: err}
+	}
+	p.mu.Lock()
+	st.ref.JobID = id
+	st.submitted = true
+	st.waitMsg = ""
+	p.mu.Unlock()
+	if adopted {
+		p.event(pod, corev1.EventTypeNormal, EventAdopted, "adopted Slurm job %s", id)
+	} else {
+		p.event(pod, corev1.EventTypeNormal, EventSubmitted, "submitted as Slurm job %s", id)
+	}
+	p.log.Info("provider: pod submitted", "pod", keyOf(pod), "uid", pod.UID, "job", id, "adopted", adopted)
+	return true, nil
+}
+
+// waitError says why a submission waits: the container waiting reason and
+// the error.
+type waitError struct {
+	reason string
+	err    error
+}
+
+func (e *waitError) Error() string { return e.err.Error() }
+func (e *waitError) Unwrap() error { return e.err }
+
+// waitSubmit reports a submission that must wait: its containers wait with
+// the reason, and a Warning Event is recorded when the reason is new.
+func (p *Provider) waitSubmit(st *podState, err error) {
+	reason := reasonSubmitError
+	var we *waitError
+	if errors.As(err, &we) {
+		reason = we.reason
+	}
+	msg := err.Error()
+	p.mu.Lock()
+	prev := st.pod.Status
+	st.pod.Status = waitingStatus(st.pod, prev, reason, msg)
+	changed := !equality.Semantic.DeepEqual(prev, st.pod.Status)
+	newMsg := st.waitMsg != msg
+	st.waitMsg = msg
+	pod := st.pod.DeepCopy()
+	p.mu.Unlock()
+	if newMsg {
+		p.event(pod, corev1.EventTypeWarning, EventSubmitWaiting, "%s", msg)
+		p.log.Warn("provider: submission waits", "pod", keyOf(pod), "reason", reason, "error", err)
+	}
+	if changed {
+		p.push(st)
+	}
+}
+
+func (p *Provider) isDeleting(st *podState) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return st.deleting
+}
+
+// GetPod returns the pod as the provider reports it.
+func (p *Provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.pods[podKey(namespace, name)]
+	if st == nil {
+		return nil, notFound(namespace, name)
+	}
+	return st.pod.DeepCopy(), nil
+}
+
+// GetPodStatus returns the status the provider reports for the pod.
+func (p *Provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+// GetPods returns every pod the provider holds.
+func (p *Provider) GetPods(context.Context) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(p.pods))
+	for _, st := range p.pods {
+		out = append(out, st.pod.DeepCopy())
+	}
+	return out, nil
+}
+
+func notFound(namespace, name string) error {
+	return errdefs.NotFound(fmt.Sprintf("pod %s/%s is not on this node", namespace, name))
+}

@@ -1,0 +1,26 @@
+package provider
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Reasons of the Events the provider records on pods.
+const (
+	EventSubmitted     = "Submitted"
+	EventAdopted       = "Adopted"
+	EventRunning       = "Running"
+	EventRequeued      = "Requeued"
+	EventSucceeded     = "Succeeded"
+	EventFailed        = "Failed"
+	EventLost          = "JobLost"
+	EventCancelled     = "Cancelled"
+	EventSubmitWaiting = "SubmitWaiting"
+	// ReasonRefused is both the Event reason and the pod status reason of a
+	// pod that cannot run (S6).
+	ReasonRefused = "SluiceRefused"
+)
+
+// event records an Event on pod through the pod controller's recorder.
+func (p *Provider) event(pod *corev1.Pod, typ, reason, format string, args ...any) {
+	p.cfg.Recorder.Eventf(pod, typ, reason, format, args...)
+}

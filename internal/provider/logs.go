@@ -1,0 +1,72 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// GetContainerLogs streams a container's output from its job directory, as
+// `kubectl logs` asks (follow, tail, since, timestamps, limit).
+func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, container string, opts api.ContainerLogOpts) (io.ReadCloser, error) {
+	p.mu.Lock()
+	st := p.pods[podKey(namespace, name)]
+	var ref slurm.JobRef
+	var pod *corev1.Pod
+	if st != nil {
+		ref, pod = st.ref, st.pod.DeepCopy()
+	}
+	p.mu.Unlock()
+	if st == nil {
+		return nil, notFound(namespace, name)
+	}
+	if !hasContainer(pod, container) {
+		return nil, errdefs.NotFoundf("container %s is not in pod %s/%s", container, namespace, name)
+	}
+	if opts.Previous {
+		return nil, errdefs.InvalidInputf("previous terminated container %s in pod %s/%s not found: sluice never restarts containers", container, namespace, name)
+	}
+	rc, err := p.cfg.Jobs.Logs(ctx, ref, container, logOptions(opts, p.cfg.Now()))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errdefs.InvalidInputf("container %s in pod %s/%s is waiting to start", container, namespace, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s/%s container %s: %w", namespace, name, container, err)
+	}
+	return rc, nil
+}
+
+// logOptions maps the kubelet API's options to the job's. The API cannot
+// tell tailLines=0 from no tailLines (both are 0): 0 returns everything.
+func logOptions(o api.ContainerLogOpts, now time.Time) slurm.LogOptions {
+	lo := slurm.LogOptions{Tail: -1, Timestamps: o.Timestamps, Follow: o.Follow, LimitBytes: int64(o.LimitBytes)}
+	if o.Tail > 0 {
+		lo.Tail = o.Tail
+	}
+	switch {
+	case o.SinceSeconds > 0:
+		lo.Since = now.Add(-time.Duration(o.SinceSeconds) * time.Second)
+	case !o.SinceTime.IsZero():
+		lo.Since = o.SinceTime
+	}
+	return lo
+}
+
+func hasContainer(pod *corev1.Pod, name string) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}

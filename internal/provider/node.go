@@ -1,0 +1,207 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Node-level names.
+const (
+	// TaintKey is the key of the taint that keeps other pods off the node;
+	// pods meant for the site tolerate it.
+	TaintKey   = "virtual-kubelet.io/provider"
+	TaintValue = "sluice"
+	// ConditionSiteReachable tells whether the virtual kubelet reaches the
+	// site's login node.
+	ConditionSiteReachable corev1.NodeConditionType = "SiteReachable"
+	// ResourceGPU is the extended resource GPUs are requested as.
+	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	// KubeletVersion is what the node reports as its kubelet version.
+	KubeletVersion = "v1.37.2-sluice"
+)
+
+// NewNode is the node object of the virtual node: its capacity, labels,
+// taint, address and kubelet API port from the configuration, Ready, and
+// SiteReachable Unknown until the first check.
+func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*corev1.Node, error) {
+	res := corev1.ResourceList{}
+	for rname, q := range map[corev1.ResourceName]string{
+		corev1.ResourceCPU: n.CPU, corev1.ResourceMemory: n.Memory, corev1.ResourcePods: n.Pods, ResourceGPU: n.GPUs,
+	} {
+		v, err := resource.ParseQuantity(q)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %s %q: %w", name, rname, q, err)
+		}
+		res[rname] = v
+	}
+	labels := map[string]string{
+		"type":                             "virtual-kubelet",
+		"kubernetes.io/role":               "agent",
+		"kubernetes.io/os":                 "linux",
+		"node.kubernetes.io/instance-type": "slurm",
+	}
+	maps.Copy(labels, n.Labels)
+	labels["kubernetes.io/hostname"] = name
+	t := metav1.NewTime(now)
+	cond := func(typ corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: t, LastTransitionTime: t}
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.NodeSpec{
+			Taints: []corev1.Taint{{Key: TaintKey, Value: TaintValue, Effect: corev1.TaintEffectNoSchedule}},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    res,
+			Allocatable: res.DeepCopy(),
+			Phase:       corev1.NodeRunning,
+			Conditions: []corev1.NodeCondition{
+				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "sluice virtual kubelet is ready"),
+				cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", ""),
+				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", ""),
+				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", ""),
+				cond(corev1.NodeNetworkUnavailable, corev1.ConditionFalse, "RouteCreated", ""),
+				cond(ConditionSiteReachable, corev1.ConditionUnknown, "NotChecked", "the site was not checked yet"),
+			},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{
+				KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort},
+			},
+			NodeInfo: corev1.NodeSystemInfo{
+				KubeletVersion:  KubeletVersion,
+				OperatingSystem: "linux",
+				Architecture:    "amd64",
+			},
+		},
+	}, nil
+}
+
+// NodeStatus keeps the node's SiteReachable condition: it checks the site
+// every Interval with Check and pushes the node when the answer changes.
+// Ping answers for the virtual kubelet itself, not the site, so that the
+// node's status (with SiteReachable False) still reaches the API server
+// while the site is down.
+type NodeStatus struct {
+	// Node is the node object; NodeStatus updates its conditions.
+	Node *corev1.Node
+	// Check reports whether the site answers. If nil, it always does (a
+	// local site).
+	Check func(ctx context.Context) error
+	// Interval between checks. If zero, 10s.
+	Interval time.Duration
+	// Timeout of one check. If zero, 10s.
+	Timeout time.Duration
+	// Logger. If nil, slog.Default().
+	Logger *slog.Logger
+
+	mu     sync.Mutex
+	notify func(*corev1.Node)
+	// dirty: a change was not pushed yet (no callback was registered).
+	dirty bool
+}
+
+var _ node.NodeProvider = (*NodeStatus)(nil)
+
+// Ping reports the virtual kubelet alive while ctx is.
+func (s *NodeStatus) Ping(ctx context.Context) error { return ctx.Err() }
+
+// NotifyNodeStatus registers the callback that receives node changes.
+func (s *NodeStatus) NotifyNodeStatus(_ context.Context, cb func(*corev1.Node)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify = cb
+}
+
+// Run checks the site until ctx ends.
+func (s *NodeStatus) Run(ctx context.Context) {
+	interval := s.Interval
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		s.checkOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// checkOnce runs one check and pushes the node if SiteReachable changed.
+func (s *NodeStatus) checkOnce(ctx context.Context) {
+	var err error
+	if s.Check != nil {
+		timeout := s.Timeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err = s.Check(cctx)
+		cancel()
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	status, reason, msg := corev1.ConditionTrue, "SiteReachable", "the login node answers"
+	if err != nil {
+		status, reason, msg = corev1.ConditionFalse, "SiteUnreachable", err.Error()
+	}
+	s.mu.Lock()
+	changed := setNodeCondition(s.Node, ConditionSiteReachable, status, reason, msg, time.Now())
+	cb, n := s.notify, s.Node.DeepCopy()
+	push := changed || s.dirty
+	s.dirty = push && cb == nil
+	s.mu.Unlock()
+	if !push {
+		return
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	switch {
+	case !changed:
+	case err != nil:
+		log.Warn("provider: site unreachable", "error", err)
+	default:
+		log.Info("provider: site reachable")
+	}
+	if cb != nil {
+		cb(n)
+	}
+}
+
+// setNodeCondition sets a condition of n and reports whether its status or
+// reason changed.
+func setNodeCondition(n *corev1.Node, typ corev1.NodeConditionType, status corev1.ConditionStatus, reason, msg string, now time.Time) bool {
+	t := metav1.NewTime(now)
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		if c.Type != typ {
+			continue
+		}
+		if c.Status == status && c.Reason == reason {
+			c.Message = msg
+			return false
+		}
+		*c = corev1.NodeCondition{Type: typ, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: t, LastTransitionTime: t}
+		return true
+	}
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
+		Type: typ, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: t, LastTransitionTime: t,
+	})
+	return true
+}

@@ -1,0 +1,95 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestNewNode(t *testing.T) {
+	n := config.Node{Labels: map[string]string{"site": "rig"}}
+	n.Default()
+	n.GPUs = "2"
+	node, err := NewNode("hpc", n, 12345, time.Now())
+	if err != nil {
+		t.Fatalf("NewNode: %v", err)
+	}
+	gpu := node.Status.Capacity[ResourceGPU]
+	if gpu.Value() != 2 || node.Status.Allocatable.Cpu().Value() != 100 || node.Status.Capacity.Pods().Value() != 1000 {
+		t.Errorf("got capacity %v; want 100 cpu, 1000 pods, 2 GPUs", node.Status.Capacity)
+	}
+	if node.Labels["site"] != "rig" || node.Labels["kubernetes.io/hostname"] != "hpc" || node.Labels["type"] != "virtual-kubelet" {
+		t.Errorf("got labels %v; want site=rig, hostname=hpc, type=virtual-kubelet", node.Labels)
+	}
+	if tt := node.Spec.Taints; len(tt) != 1 || tt[0].Key != TaintKey || tt[0].Value != "sluice" || tt[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("got taints %v; want %s=sluice:NoSchedule", tt, TaintKey)
+	}
+	if a := node.Status.Addresses; len(a) != 1 || a[0].Type != corev1.NodeInternalIP || a[0].Address != "127.0.0.1" {
+		t.Errorf("got addresses %v; want only InternalIP 127.0.0.1", a)
+	}
+	if p := node.Status.DaemonEndpoints.KubeletEndpoint.Port; p != 12345 {
+		t.Errorf("got kubelet port %d; want 12345", p)
+	}
+	if c := condition(node, corev1.NodeReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("got Ready %s; want True", c.Status)
+	}
+}
+
+func condition(n *corev1.Node, typ corev1.NodeConditionType) corev1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
+}
+
+func TestSiteReachable(t *testing.T) {
+	n := config.Node{}
+	n.Default()
+	node, err := NewNode("hpc", n, 10250, time.Now())
+	if err != nil {
+		t.Fatalf("NewNode: %v", err)
+	}
+	var mu sync.Mutex
+	var down error
+	s := &NodeStatus{Node: node, Check: func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return down
+	}}
+	var got []corev1.ConditionStatus
+	push := func(n *corev1.Node) {
+		got = append(got, condition(n, ConditionSiteReachable).Status)
+	}
+	ctx := context.Background()
+	s.checkOnce(ctx) // before the node controller listens: kept for later
+	s.NotifyNodeStatus(ctx, push)
+	s.checkOnce(ctx)
+	s.checkOnce(ctx) // no change: nothing pushed
+	mu.Lock()
+	down = errors.New("ssh: handshake failed")
+	mu.Unlock()
+	s.checkOnce(ctx)
+	mu.Lock()
+	down = nil
+	mu.Unlock()
+	s.checkOnce(ctx)
+	want := []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionTrue}
+	if len(got) != len(want) {
+		t.Fatalf("got pushes %v; want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("push %d: got SiteReachable %s; want %s", i, got[i], want[i])
+		}
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping: %v; want nil while the site is checked separately", err)
+	}
+}

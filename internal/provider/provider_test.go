@@ -1,0 +1,189 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPodRunsToSucceeded(t *testing.T) {
+	pod := testPod("ok")
+	h := newHarness(t, nil, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job 101")
+	got := h.waitPhase(pod, corev1.PodPending)
+	if got.Status.HostIP != "10.0.0.9" || got.Status.PodIP != "10.0.0.9" || got.Status.StartTime == nil {
+		t.Errorf("got hostIP %q podIP %q startTime %v; want 10.0.0.9, 10.0.0.9 and a start time", got.Status.HostIP, got.Status.PodIP, got.Status.StartTime)
+	}
+	cur, err := h.client.CoreV1().Pods("ns").Get(context.Background(), "ok", metav1.GetOptions{})
+	if err != nil || !hasFinalizer(cur) {
+		t.Errorf("got finalizers %v (%v); want %s set before submission", cur.Finalizers, err, Finalizer)
+	}
+
+	h.jobs.setState("uid-ok", slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	got = h.waitPhase(pod, corev1.PodRunning)
+	h.waitEvent("Slurm job 101 running on node node1")
+	if cs := got.Status.ContainerStatuses[0]; cs.State.Running == nil || !cs.Ready {
+		t.Errorf("got container state %+v ready %v; want running and ready", cs.State, cs.Ready)
+	}
+	if !hasFinalizer(got) {
+		t.Errorf("got pushed finalizers %v; want %s kept (the status update writes them)", got.Finalizers, Finalizer)
+	}
+
+	h.jobs.setState("uid-ok", slurm.Status{State: slurm.StateCompleted, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true, Finished: true}}})
+	got = h.waitPhase(pod, corev1.PodSucceeded)
+	h.waitEvent("Slurm job 101 completed on node node1")
+	if term := got.Status.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
+		t.Errorf("got terminated %+v; want exit 0, Completed", term)
+	}
+
+	// a final job is not polled any more
+	_, before, _, _ := h.jobs.counts()
+	h.waitFor("more poll rounds", func() bool {
+		h.p.mu.Lock()
+		defer h.p.mu.Unlock()
+		return h.p.pods["ns/ok"].final
+	})
+	_, after, _, _ := h.jobs.counts()
+	if after > before+1 {
+		t.Errorf("got %d more Status calls after the job ended; want at most 1", after-before)
+	}
+	if submits, _, _, _ := h.jobs.counts(); submits != 1 {
+		t.Errorf("got %d submissions; want 1", submits)
+	}
+}
+
+func TestOneStatusCallPerPoll(t *testing.T) {
+	pods := []*corev1.Pod{testPod("a"), testPod("b"), testPod("c")}
+	h := newHarness(t, nil, pods...)
+	for _, pod := range pods {
+		if err := h.p.CreatePod(context.Background(), pod); err != nil {
+			t.Fatalf("CreatePod: %v", err)
+		}
+	}
+	h.waitFor("a poll of all three jobs", func() bool {
+		h.jobs.mu.Lock()
+		defer h.jobs.mu.Unlock()
+		for _, refs := range h.jobs.statusCalls {
+			if len(refs) == 3 {
+				return true
+			}
+		}
+		return false
+	})
+	h.jobs.mu.Lock()
+	defer h.jobs.mu.Unlock()
+	for i, refs := range h.jobs.statusCalls {
+		if len(refs) > 3 {
+			t.Errorf("Status call %d got %d refs; want at most 3", i, len(refs))
+		}
+	}
+}
+
+func TestFailedContainerExitCode(t *testing.T) {
+	pod := testPod("bad")
+	h := newHarness(t, nil, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.setState("uid-bad", slurm.Status{State: slurm.StateFailed, Exit: &slurm.ExitCode{Code: 3},
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true, Finished: true, ExitCode: 3}}})
+	got := h.waitPhase(pod, corev1.PodFailed)
+	h.waitEvent("Warning Failed Slurm job 101 ended FAILED (Failed), exit code 3:0")
+	if term := got.Status.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 3 || term.Reason != "Error" {
+		t.Errorf("got terminated %+v; want exit 3, Error", term)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*corev1.Pod)
+		cfg   func(*Config)
+		field string
+	}{
+		{"bad flags annotation", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{slurm.AnnotationFlags: "--wrap=x"}
+		}, nil, "metadata.annotations[" + slurm.AnnotationFlags + "]"},
+		{"host path volume", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}, nil, "spec.volumes[0]"},
+		{"foreign namespace", nil, func(c *Config) {
+			c.TenantNamespace, c.RefuseForeignPods = "team-a", true
+		}, "metadata.namespace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod("refused")
+			if tt.edit != nil {
+				tt.edit(pod)
+			}
+			h := newHarness(t, tt.cfg, pod)
+			if err := h.p.CreatePod(context.Background(), pod); err != nil {
+				t.Fatalf("CreatePod: %v", err)
+			}
+			got := h.waitPhase(pod, corev1.PodFailed)
+			if got.Status.Reason != ReasonRefused || !strings.Contains(got.Status.Message, tt.field) {
+				t.Errorf("got reason %q message %q; want %s naming %s", got.Status.Reason, got.Status.Message, ReasonRefused, tt.field)
+			}
+			h.waitEvent("Warning SluiceRefused refused: " + tt.field)
+			if submits, _, _, _ := h.jobs.counts(); submits != 0 {
+				t.Errorf("got %d submissions; want none", submits)
+			}
+			cur, _ := h.client.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+			if hasFinalizer(cur) {
+				t.Errorf("got finalizer on a refused pod; want none")
+			}
+		})
+	}
+}
+
+func TestSubmitRetriesUntilTheSiteAnswers(t *testing.T) {
+	pod := testPod("retry")
+	h := newHarness(t, nil, pod)
+	h.jobs.submitErrs = []error{errSite, errSite}
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("Warning SubmitWaiting connection to the site lost")
+	h.waitEvent("submitted as Slurm job 101")
+	if submits, _, _, _ := h.jobs.counts(); submits != 3 {
+		t.Errorf("got %d Submit calls; want 3 (two failures, one success)", submits)
+	}
+}
+
+func TestMissingConfigMapWaits(t *testing.T) {
+	pod := testPod("cm")
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "later"}, Key: "k"},
+	}}}
+	h := newHarness(t, nil, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitFor("a CreateContainerConfigError", func() bool {
+		got := h.last(pod)
+		if got == nil {
+			return false
+		}
+		w := got.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == reasonConfigError && strings.Contains(w.Message, "later")
+	})
+	if got := h.last(pod); got.Status.Phase != corev1.PodPending {
+		t.Errorf("got phase %s; want Pending while the ConfigMap is missing", got.Status.Phase)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "ns"}, Data: map[string]string{"k": "v"}}
+	if _, err := h.client.CoreV1().ConfigMaps("ns").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create configmap: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job 101")
+}

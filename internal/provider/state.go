@@ -1,0 +1,63 @@
+package provider
+
+import (
+	"sync"
+
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podState is what the provider holds for one pod. Its fields are guarded
+// by Provider.mu, except op.
+type podState struct {
+	// op is held by the one submission or deletion working on the pod, so
+	// that a deletion never races a submission into leaking a job.
+	op sync.Mutex
+
+	// pod is the pod as the provider reports it: its spec as last seen, its
+	// status as last computed.
+	pod *corev1.Pod
+	ref slurm.JobRef
+	// submitted: the job exists in Slurm (ref.JobID is set).
+	submitted bool
+	// final: the pod reached a terminal phase; its job is not polled again.
+	final bool
+	// deleting: a deletion started; nothing is submitted any more.
+	deleting bool
+	// finalizer: the job finalizer is on the pod (set by the provider, or
+	// found there), until the deletion takes it off.
+	finalizer bool
+	// last is the job status last seen, to tell transitions apart.
+	last slurm.Status
+	// waitMsg is the last reason a submission waits for, to record an
+	// Event once per new reason.
+	waitMsg string
+}
+
+func podKey(namespace, name string) string { return namespace + "/" + name }
+
+func keyOf(pod *corev1.Pod) string {
+	k, err := cache.MetaNamespaceKeyFunc(pod)
+	if err != nil {
+		return podKey(pod.Namespace, pod.Name)
+	}
+	return k
+}
+
+// lookup returns the state of a pod, or nil.
+func (p *Provider) lookup(namespace, name string) *podState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pods[podKey(namespace, name)]
+}
+
+// forget drops the state of a pod, if it is still st.
+func (p *Provider) forget(st *podState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := keyOf(st.pod)
+	if p.pods[k] == st {
+		delete(p.pods, k)
+	}
+}

@@ -1,0 +1,135 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// pollLoop reads the status of every job of the node once per
+// PollInterval, in one call, and pushes the pods whose status changed.
+func (p *Provider) pollLoop(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.PollInterval)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		err := p.poll(ctx)
+		switch {
+		case err != nil && err.Error() != lastErr:
+			p.log.Warn("provider: job status poll failed", "error", err)
+			lastErr = err.Error()
+		case err == nil && lastErr != "":
+			p.log.Info("provider: job status poll works again")
+			lastErr = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// poll makes one round: pods being deleted start their deletion, and the
+// jobs of the others are read with one Status call.
+func (p *Provider) poll(ctx context.Context) error {
+	var refs []slurm.JobRef
+	byUID := map[string]*podState{}
+	var deleting []*podState
+	p.mu.Lock()
+	for _, st := range p.pods {
+		if !st.deleting && p.deletionRequested(st.pod) {
+			deleting = append(deleting, st)
+			continue
+		}
+		if st.submitted && !st.final && !st.deleting {
+			refs = append(refs, st.ref)
+			byUID[st.ref.UID] = st
+		}
+	}
+	p.mu.Unlock()
+	for _, st := range deleting {
+		p.startDelete(st)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	all, err := p.cfg.Jobs.Status(ctx, refs)
+	if err != nil {
+		return err
+	}
+	for uid, js := range all {
+		if st := byUID[uid]; st != nil {
+			p.update(st, js)
+		}
+	}
+	return nil
+}
+
+// deletionRequested reports whether the API server marked the pod for
+// deletion (the pod lister is the pod controller's cache). A pod the cache
+// does not hold is left to the pod controller, which calls DeletePod.
+func (p *Provider) deletionRequested(pod *corev1.Pod) bool {
+	cur, err := p.cfg.Pods.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && cur.UID == pod.UID && cur.DeletionTimestamp != nil
+}
+
+// update applies one job status to its pod: a new status is pushed, and
+// each transition is told in an Event.
+func (p *Provider) update(st *podState, js slurm.Status) {
+	p.mu.Lock()
+	if st.deleting {
+		p.mu.Unlock()
+		return
+	}
+	prev := st.last
+	st.last = js
+	old := st.pod.Status
+	st.pod.Status = jobStatus(st.pod, old, js, p.cfg.Now())
+	st.final = js.State.Final()
+	changed := !equality.Semantic.DeepEqual(old, st.pod.Status)
+	pod := st.pod.DeepCopy()
+	p.mu.Unlock()
+	p.transitionEvents(pod, prev, js)
+	if changed {
+		p.push(st)
+	}
+}
+
+// transitionEvents records what changed between two job statuses.
+func (p *Provider) transitionEvents(pod *corev1.Pod, prev, cur slurm.Status) {
+	if prev.State == cur.State && prev.BatchHost == cur.BatchHost {
+		return
+	}
+	phase, reason := slurm.PodPhase(cur.State)
+	prevPhase, _ := slurm.PodPhase(prev.State)
+	switch {
+	case phase == slurm.PhaseRunning && (prevPhase != slurm.PhaseRunning || prev.BatchHost != cur.BatchHost):
+		p.event(pod, corev1.EventTypeNormal, EventRunning, "Slurm job %s running on node %s", cur.JobID, orUnknown(cur.BatchHost))
+	case reason == slurm.ReasonRequeued && prev.State != "":
+		p.event(pod, corev1.EventTypeWarning, EventRequeued, "Slurm job %s requeued (%s)", cur.JobID, cur.State)
+	case phase == slurm.PhaseSucceeded:
+		p.event(pod, corev1.EventTypeNormal, EventSucceeded, "Slurm job %s completed on node %s", cur.JobID, orUnknown(cur.BatchHost))
+	case phase == slurm.PhaseFailed:
+		p.event(pod, corev1.EventTypeWarning, EventFailed, "Slurm job %s ended %s (%s)%s", cur.JobID, cur.State, reason, exitText(cur))
+	case phase == slurm.PhaseUnknown:
+		p.event(pod, corev1.EventTypeWarning, EventLost, "%s", cur.Reason)
+	}
+}
+
+func orUnknown(host string) string {
+	if host == "" {
+		return "(unknown)"
+	}
+	return host
+}
+
+func exitText(js slurm.Status) string {
+	if js.Exit == nil {
+		return ""
+	}
+	return ", exit code " + js.Exit.String()
+}

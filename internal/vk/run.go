@@ -1,0 +1,198 @@
+// Package vk assembles the virtual kubelet sluice-vk: the Kubernetes
+// client, the site connection and Slurm client, the provider, the
+// virtual-kubelet pod and node controllers (with node leases), the event
+// broadcaster, and the kubelet API that serves logs.
+package vk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/site"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+)
+
+// Options are the virtual kubelet's command-line settings.
+type Options struct {
+	// Kubeconfig is the kubeconfig file. If empty, the in-cluster
+	// configuration is used.
+	Kubeconfig string
+	// Logger. If nil, slog.Default().
+	Logger *slog.Logger
+	// Workers is the number of pod controller workers. If zero, 4.
+	Workers int
+}
+
+// informerResync is how often the pod informer resyncs.
+const informerResync = time.Minute
+
+// Run runs the virtual node until ctx ends.
+func Run(ctx context.Context, cfg *config.Config, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	ctx = withVKLogger(ctx, log)
+
+	rc, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	runner, err := site.Open(cfg, log)
+	if err != nil {
+		return err
+	}
+	if c, ok := runner.(io.Closer); ok {
+		defer c.Close()
+	}
+	jobs := &slurm.Client{
+		Site: runner, DataRoot: cfg.Site.DataRoot,
+		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime), Logger: log,
+	}
+
+	ln, err := net.Listen("tcp", cfg.Node.KubeletAPI.Listen)
+	if err != nil {
+		return fmt.Errorf("kubelet API: %w", err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	nodeObj, err := provider.NewNode(cfg.NodeName, cfg.Node, int32(port), time.Now())
+	if err != nil {
+		return err
+	}
+
+	eb := record.NewBroadcaster(record.WithContext(ctx))
+	defer eb.Shutdown()
+	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.CoreV1().Events(corev1.NamespaceAll)})
+	recorder := eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sluice-vk", Host: cfg.NodeName})
+
+	podInformers := informers.NewSharedInformerFactoryWithOptions(client, informerResync, nodeutil.PodInformerFilter(cfg.NodeName))
+	// The pod controller needs these informers, but with downward-API
+	// resolution left to the provider it never reads them: they are not
+	// started, so the node needs no cluster-wide rights on Secrets.
+	others := informers.NewSharedInformerFactory(client, informerResync)
+	podInformer := podInformers.Core().V1().Pods()
+
+	prov, err := provider.New(provider.Config{
+		NodeName: cfg.NodeName, Jobs: jobs, Runtime: jobs.Runtime,
+		Client: client, Pods: podInformer.Lister(), Recorder: recorder,
+		InternalIP: cfg.Node.InternalIP, PollInterval: cfg.Site.PollInterval,
+		TenantNamespace: cfg.Network.TenantNamespace, RefuseForeignPods: cfg.Network.RefuseForeignPods,
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	pc, err := node.NewPodController(node.PodControllerConfig{
+		PodClient: client.CoreV1(), PodInformer: podInformer, EventRecorder: recorder, Provider: prov,
+		ConfigMapInformer: others.Core().V1().ConfigMaps(), SecretInformer: others.Core().V1().Secrets(),
+		ServiceInformer: others.Core().V1().Services(), SkipDownwardAPIResolution: true,
+	})
+	if err != nil {
+		return fmt.Errorf("pod controller: %w", err)
+	}
+	status := &provider.NodeStatus{Node: nodeObj.DeepCopy(), Check: healthCheck(runner), Logger: log}
+	nc, err := node.NewNodeController(status, nodeObj, client.CoreV1().Nodes(),
+		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(client), node.DefaultLeaseDuration))
+	if err != nil {
+		return fmt.Errorf("node controller: %w", err)
+	}
+	api, err := kubeletAPI(ctx, log, cfg, rc, client, prov, podInformer.Lister())
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 4)
+	podInformers.Start(ctx.Done())
+	go func() { done <- prov.Run(ctx) }()
+	go func() { status.Run(ctx); done <- nil }()
+	go func() { done <- api.serve(ctx, ln) }()
+	go func() { done <- pc.Run(ctx, opts.Workers) }()
+	select {
+	case <-pc.Ready():
+	case <-pc.Done():
+		return fmt.Errorf("pod controller: %w", pc.Err())
+	case <-ctx.Done():
+		return waitAll(done, 4, nil)
+	}
+	go nc.Run(ctx) //nolint:errcheck // its error is read from nc.Err
+	log.Info("sluice-vk: node running", "node", cfg.NodeName, "kubelet_api", ln.Addr().String(), "site", cfg.Network.SSH.LoginHost)
+
+	var first error
+	select {
+	case <-ctx.Done():
+	case <-nc.Done():
+		first = fmt.Errorf("node controller: %w", nc.Err())
+	case err := <-done:
+		first = err
+		if first == nil {
+			first = errors.New("sluice-vk: a component stopped")
+		}
+		done <- nil // counted below
+	}
+	cancel()
+	<-nc.Done()
+	return waitAll(done, 4, first)
+}
+
+// waitAll waits for n results on done and returns first, else the first
+// error other than a cancellation.
+func waitAll(done chan error, n int, first error) error {
+	for range n {
+		if err := <-done; first == nil && err != nil && !errors.Is(err, context.Canceled) {
+			first = err
+		}
+	}
+	return first
+}
+
+// restConfig loads the kubeconfig file, or the in-cluster configuration.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (or set --kubeconfig): %w", err)
+		}
+		return rc, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return rc, nil
+}
+
+// healthCheck is the site's health check: one keepalive round trip on the
+// SSH connection; a local site is always reachable.
+func healthCheck(r site.Runner) func(context.Context) error {
+	if h, ok := r.(interface{ Healthy(context.Context) error }); ok {
+		return h.Healthy
+	}
+	return nil
+}
