@@ -6,12 +6,18 @@ RIG     := hack/rig/rig.sh
 PKGS    := ./...
 SCRIPTS := $(shell find hack -name '*.sh')
 
-.PHONY: test unit rig-test vet lint fuzz rig-up rig-down rig-status demo
+.PHONY: test unit rig-test e2e vet lint fuzz rig-up rig-down rig-status demo
 
 ## test: bring the rig up, then vet, lint, and every test: the unit tests and
-## the tests against the rig, in one run with the race detector on.
+## the tests against the rig, in one run with the race detector on, then the
+## end-to-end tests of sluice-vk against the rig's API server and Slurm.
 test: rig-up vet lint
 	$(GO) test -race -tags rig -count=1 -p 1 -timeout 30m $(PKGS)
+	$(GO) test -tags e2e -count=1 -timeout 30m ./test/e2e/
+
+## e2e: the end-to-end tests alone (the rig must be up).
+e2e:
+	$(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/
 
 ## unit: the tests that need no rig (race detector on).
 unit:
@@ -24,6 +30,7 @@ rig-test:
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags rig $(PKGS)
+	$(GO) vet -tags e2e ./test/e2e/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
