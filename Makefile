@@ -6,7 +6,7 @@ RIG     := hack/rig/rig.sh
 PKGS    := ./...
 SCRIPTS := $(shell find hack -name '*.sh')
 
-.PHONY: test unit rig-test e2e vet lint fuzz rig-up rig-down rig-status demo
+.PHONY: test unit rig-test e2e vet lint fuzz rig-up rig-down rig-status demo demo-slurm
 
 ## test: bring the rig up, then vet, lint, and every test: the unit tests and
 ## the tests against the rig, in one run with the race detector on, then the
@@ -49,6 +49,10 @@ rig-down:
 rig-status:
 	$(RIG) status
 
-## demo: offload a pod to the rig's Slurm and show what happened.
+## demo: run sluice-vk on the rig, offload a pod through it, show kubectl's view.
 demo: rig-up
+	hack/demo/vk-demo.sh
+
+## demo-slurm: the same pod as a Slurm job straight through the slurm package.
+demo-slurm: rig-up
 	$(GO) run ./hack/demo
