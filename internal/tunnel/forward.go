@@ -1,0 +1,236 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Target is where a forward asks for the job's ports to be dialed.
+type Target string
+
+const (
+	// TargetNode reaches the compute node's own sshd through the login node
+	// and has it dial the port on the node's loopback. The zero Target
+	// means TargetNode.
+	TargetNode Target = "node"
+	// TargetLogin has the login node dial <node>:<port>.
+	TargetLogin Target = "login"
+)
+
+// Forward listens on the ports a job exposes and carries each connection to
+// the job over one SSH connection through the login node (SPEC S4).
+//
+// The node comes from NodeFile, polled so that a node change is followed:
+// new connections go to the new node, and the connection to the old node's
+// sshd is closed once its last channel has ended. While no node is known,
+// clients are refused (their connection is closed at once).
+//
+// The SSH connection is made by the first client and kept alive; when it
+// breaks, the next client makes it again. Failed attempts back off
+// exponentially with jitter; clients arriving during a backoff are refused.
+// A host key that does not match (sshx.HostKeyError) is most likely a
+// man-in-the-middle or a wrong ConfigMap: it is logged at error level once
+// per series of failures, given to OnHostKeyError, and retried only after
+// BackoffMax.
+type Forward struct {
+	// Hop reaches the login node and the compute nodes. Required.
+	Hop *Hop
+	// Target is where the ports are dialed. If empty, TargetNode.
+	Target Target
+	// Ports are the TCP ports the job listens on. Required.
+	Ports []int
+	// NodeFile names the job's compute node (ReadNode). Required.
+	NodeFile string
+	// Listen is the address to listen on, "127.0.0.1" or "" for all; it is
+	// used only when Listener is nil.
+	Listen string
+	// Listener listens for the clients of port. If nil, net.Listen on
+	// Listen:port.
+	Listener func(port int) (net.Listener, error)
+	// Log receives connection events. If nil, slog.Default().
+	Log *slog.Logger
+	// BackoffMin and BackoffMax bound the wait after a failed connection
+	// attempt. If zero, 500ms and 1m.
+	BackoffMin, BackoffMax time.Duration
+	// PollInterval is the time between reads of NodeFile. If zero, 1s.
+	PollInterval time.Duration
+	// KeepAliveInterval and KeepAliveTimeout pace the keepalives of the SSH
+	// connections and bound their answer. If zero, 15s and 15s.
+	KeepAliveInterval, KeepAliveTimeout time.Duration
+	// OnHostKeyError is called with the error of each attempt that failed
+	// on a host key, of the login node or of the compute node (the error
+	// wraps an *sshx.HostKeyError). It runs on the attempt's goroutine
+	// before the waiting clients are refused, so it must not block. If
+	// nil, the error is only logged.
+	OnHostKeyError func(error)
+}
+
+// Run listens on every port, then serves clients until ctx ends; it returns
+// nil then, once every connection has been closed. A port it cannot listen
+// on is a configuration error, returned before anything is served; so is an
+// invalid Forward.
+func (f *Forward) Run(ctx context.Context) error {
+	if err := f.check(); err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	log := f.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("target", string(f.target()))
+	lns, err := f.listen()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		for _, ln := range lns {
+			ln.Close()
+		}
+		wg.Wait()
+	}()
+
+	w := &nodeWatch{file: f.NodeFile, every: orDefault(f.PollInterval, time.Second), log: log}
+	l := f.newLink(ctx, log, &wg, w.node)
+	w.onChange = l.retire
+	w.poll()
+	wg.Go(func() { w.run(ctx) })
+
+	errs := make(chan error, len(lns))
+	for i, ln := range lns {
+		port := f.Ports[i]
+		log.Info("forward listening", "port", port, "addr", ln.Addr().String())
+		wg.Go(func() { errs <- f.serve(ctx, &wg, ln, port, l, log) })
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errs:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+}
+
+func (f *Forward) check() error {
+	switch {
+	case f.Hop == nil:
+		return errors.New("no hop")
+	case f.Target != "" && f.Target != TargetNode && f.Target != TargetLogin:
+		return fmt.Errorf("target %q: want %q or %q", f.Target, TargetNode, TargetLogin)
+	case len(f.Ports) == 0:
+		return errors.New("no port")
+	case f.NodeFile == "":
+		return errors.New("no node file")
+	case f.BackoffMin < 0 || f.BackoffMax < 0 || f.PollInterval < 0 || f.KeepAliveInterval < 0 || f.KeepAliveTimeout < 0:
+		return errors.New("durations must not be negative")
+	case f.BackoffMax != 0 && f.BackoffMax < orDefault(f.BackoffMin, 500*time.Millisecond):
+		return fmt.Errorf("backoff max %v is below backoff min", f.BackoffMax)
+	}
+	seen := map[int]bool{}
+	for _, p := range f.Ports {
+		if p < 1 || p > 65535 {
+			return fmt.Errorf("port %d: out of range", p)
+		}
+		if seen[p] {
+			return fmt.Errorf("port %d: listed twice", p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+func (f *Forward) target() Target {
+	if f.Target == "" {
+		return TargetNode
+	}
+	return f.Target
+}
+
+// listen opens a listener per port, or none and an error.
+func (f *Forward) listen() ([]net.Listener, error) {
+	lns := make([]net.Listener, 0, len(f.Ports))
+	for _, port := range f.Ports {
+		var ln net.Listener
+		var err error
+		if f.Listener != nil {
+			ln, err = f.Listener(port)
+		} else {
+			ln, err = net.Listen("tcp", net.JoinHostPort(f.Listen, strconv.Itoa(port)))
+		}
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			return nil, fmt.Errorf("forward: listen on port %d: %w", port, err)
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+// serve accepts the clients of port until ln is closed, handling each in
+// its own goroutine.
+func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener, port int, l *link, log *slog.Logger) error {
+	pause := 5 * time.Millisecond
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("forward: accept on port %d: %w", port, err)
+			}
+			// Out of file descriptors and the like: wait and go on.
+			log.Warn("forward accept failed", "port", port, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+			continue
+		}
+		pause = 5 * time.Millisecond
+		wg.Go(func() { f.handle(ctx, conn, port, l, log) })
+	}
+}
+
+// handle carries one client's connection to the job's port, or refuses it.
+func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link, log *slog.Logger) {
+	defer client.Close()
+	log = log.With("port", port, "client", client.RemoteAddr().String())
+	remote, node, err := l.dial(ctx, port)
+	switch {
+	case errors.Is(err, errNoNode):
+		log.Warn("no node known: connection refused")
+		return
+	case err != nil && ctx.Err() != nil:
+		return
+	case err != nil:
+		log.Warn("forward dial failed: connection refused", "node", node, "err", err)
+		return
+	}
+	log = log.With("node", node)
+	defer remote.Close()
+	far := net.JoinHostPort(node, strconv.Itoa(port))
+	n, err := relay(ctx, client, remote, "client", far)
+	if err != nil && ctx.Err() == nil {
+		log.Info("forward connection failed", "sent", n.Sent, "received", n.Received, "err", err)
+		return
+	}
+	log.Debug("forward connection closed", "sent", n.Sent, "received", n.Received)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,246 @@
+//go:build rig
+
+package tunnel
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sshx"
+	"github.com/sluice-hpc/sluice/internal/testrig"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+func TestForwardNodeRig(t *testing.T) {
+	r := testrig.Load(t)
+	port := startEcho(t, r, "127.0.0.1")
+	closed := freeNodePort(t)
+	file := nodeFile(t, r.Get(t, "RIG_NODE_NAME"))
+	d := &loginDialer{}
+	rec := newLogRecorder(t)
+	lns := &loopbackListeners{}
+	f := &Forward{
+		Hop:          rigHop(t, r, r.Get(t, "RIG_NODE_KNOWN_HOSTS"), d),
+		Ports:        []int{port, closed},
+		NodeFile:     file,
+		Log:          slog.New(rec),
+		PollInterval: 20 * time.Millisecond,
+		BackoffMin:   50 * time.Millisecond,
+		BackoffMax:   time.Second,
+	}
+	startForward(t, f, lns)
+	addr := lns.addr(port)
+
+	t.Run("round trip", func(t *testing.T) { echo(t, addr, []byte("hello through the node\n")) })
+
+	t.Run("1 MiB both ways", func(t *testing.T) {
+		payload := make([]byte, 1<<20)
+		rand.Read(payload)
+		echo(t, addr, payload)
+	})
+
+	t.Run("16 clients over one login", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() { echo(t, addr, []byte(strings.Repeat(strconv.Itoa(i), 1000))) })
+		}
+		wg.Wait()
+		if n := d.n.Load(); n != 1 {
+			t.Errorf("login dials = %d; want 1", n)
+		}
+		if n := rec.count("ssh connected", map[string]string{"hop": "node"}); n != 1 {
+			t.Errorf("node connections = %d; want 1", n)
+		}
+	})
+
+	t.Run("no server on the port", func(t *testing.T) {
+		expectRefused(t, lns.addr(closed), 2*time.Second)
+		echo(t, addr, []byte("still fine"))
+	})
+
+	t.Run("node change", func(t *testing.T) {
+		// A connection open across the change keeps working; the old
+		// node's connection is closed once it ends.
+		held, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Close()
+		held.SetDeadline(time.Now().Add(30 * time.Second))
+		roundTrip(t, held, "before")
+
+		newNode := r.Get(t, "RIG_NODE_ADDR")
+		writeNode(t, file, newNode)
+		waitFor(t, 5*time.Second, "node change seen", func() bool {
+			return rec.count("node changed", map[string]string{"to": newNode}) == 1
+		})
+		echo(t, addr, []byte("after the change"))
+		if n := rec.count("ssh connected", map[string]string{"hop": "node", "node": newNode}); n != 1 {
+			t.Errorf("connections to %s's sshd = %d; want 1", newNode, n)
+		}
+		roundTrip(t, held, "during")
+		if n := rec.count("ssh connection to old node closed", nil); n != 0 {
+			t.Errorf("old node connection closed while a client used it")
+		}
+		held.Close()
+		waitFor(t, 5*time.Second, "old node connection closed", func() bool {
+			return rec.count("ssh connection to old node closed", map[string]string{"node": r.Get(t, "RIG_NODE_NAME")}) == 1
+		})
+		if n := d.n.Load(); n != 1 {
+			t.Errorf("login dials = %d; want 1 (the login connection outlives a node change)", n)
+		}
+	})
+
+	t.Run("login connection cut", func(t *testing.T) {
+		d.cut()
+		echo(t, addr, []byte("after the cut"))
+		if n := d.n.Load(); n != 2 {
+			t.Errorf("login dials = %d; want 2", n)
+		}
+	})
+}
+
+func TestForwardLoginRig(t *testing.T) {
+	r := testrig.Load(t)
+	nodeAddr := r.Get(t, "RIG_NODE_ADDR")
+	port := startEcho(t, r, nodeAddr)
+	loopbackOnly := startEcho(t, r, "127.0.0.1")
+	d := &loginDialer{}
+	lns := &loopbackListeners{}
+	f := &Forward{
+		Hop:          rigHop(t, r, r.Get(t, "RIG_NODE_KNOWN_HOSTS"), d),
+		Target:       TargetLogin,
+		Ports:        []int{port, loopbackOnly},
+		NodeFile:     nodeFile(t, r.Get(t, "RIG_NODE_NAME")),
+		Log:          slog.New(newLogRecorder(t)),
+		PollInterval: 20 * time.Millisecond,
+	}
+	startForward(t, f, lns)
+	echo(t, lns.addr(port), []byte("hello through the login node\n"))
+	// The login node cannot reach the node's loopback.
+	expectRefused(t, lns.addr(loopbackOnly), 2*time.Second)
+	echo(t, lns.addr(port), []byte("again"))
+	if n := d.n.Load(); n != 1 {
+		t.Errorf("login dials = %d; want 1", n)
+	}
+}
+
+func TestForwardNodeHostKeyMismatchRig(t *testing.T) {
+	r := testrig.Load(t)
+	port := startEcho(t, r, "127.0.0.1")
+	node := r.Get(t, "RIG_NODE_NAME")
+
+	// known_hosts pinning another key for the node.
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(t.TempDir(), "known_hosts")
+	line := knownhosts.Line([]string{node, r.Get(t, "RIG_NODE_ADDR")}, key) + "\n"
+	if err := os.WriteFile(wrong, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var hooked []error
+	rec := newLogRecorder(t)
+	lns := &loopbackListeners{}
+	f := &Forward{
+		Hop:          rigHop(t, r, wrong, &loginDialer{}),
+		Ports:        []int{port},
+		NodeFile:     nodeFile(t, node),
+		Log:          slog.New(rec),
+		PollInterval: 20 * time.Millisecond,
+		BackoffMin:   50 * time.Millisecond,
+		BackoffMax:   time.Minute,
+		OnHostKeyError: func(err error) {
+			mu.Lock()
+			hooked = append(hooked, err)
+			mu.Unlock()
+		},
+	}
+	startForward(t, f, lns)
+	expectRefused(t, lns.addr(port), 5*time.Second)
+	// During the backoff a client is refused at once, with no new attempt.
+	expectRefused(t, lns.addr(port), 500*time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hooked) != 1 {
+		t.Fatalf("OnHostKeyError called %d times; want 1", len(hooked))
+	}
+	var keyErr *sshx.HostKeyError
+	if !errors.As(hooked[0], &keyErr) {
+		t.Errorf("OnHostKeyError got %v; want an *sshx.HostKeyError", hooked[0])
+	}
+	if n := rec.count("host key rejected: not connecting (a man-in-the-middle, or wrong pinned host keys)", map[string]string{"node": node}); n != 1 {
+		t.Errorf("host key errors logged = %d; want 1", n)
+	}
+	if n := rec.count("ssh connected", map[string]string{"hop": "node"}); n != 0 {
+		t.Errorf("connected to the node %d times with a wrong host key; want 0", n)
+	}
+}
+
+func TestForwardReconnectBackoffRig(t *testing.T) {
+	r := testrig.Load(t)
+	port := startEcho(t, r, "127.0.0.1")
+	d := &loginDialer{}
+	d.fail.Store(2)
+	rec := newLogRecorder(t)
+	lns := &loopbackListeners{}
+	f := &Forward{
+		Hop:          rigHop(t, r, r.Get(t, "RIG_NODE_KNOWN_HOSTS"), d),
+		Ports:        []int{port},
+		NodeFile:     nodeFile(t, r.Get(t, "RIG_NODE_NAME")),
+		Log:          slog.New(rec),
+		PollInterval: 20 * time.Millisecond,
+		BackoffMin:   200 * time.Millisecond,
+		BackoffMax:   400 * time.Millisecond,
+	}
+	startForward(t, f, lns)
+	addr := lns.addr(port)
+
+	expectRefused(t, addr, 2*time.Second) // first attempt fails
+	expectRefused(t, addr, 50*time.Millisecond)
+	if n := d.n.Load(); n != 1 {
+		t.Fatalf("login dials = %d; want 1 (no attempt during the backoff)", n)
+	}
+	// After the backoff the next client makes a new attempt, which fails
+	// again; after a second backoff one succeeds.
+	waitFor(t, 5*time.Second, "a client served", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "x"); err != nil {
+			return false
+		}
+		buf := make([]byte, 1)
+		_, err = io.ReadFull(c, buf)
+		return err == nil && buf[0] == 'x'
+	})
+	if n := d.n.Load(); n != 3 {
+		t.Errorf("login dials = %d; want 3 (two failures, then the connection)", n)
+	}
+	if n := rec.count("ssh connect failed", map[string]string{"failures": "2"}); n != 1 {
+		t.Errorf("second failure logged %d times; want 1", n)
+	}
+}

@@ -1,0 +1,191 @@
+//go:build rig
+
+package tunnel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sshx"
+	"github.com/sluice-hpc/sluice/internal/testrig"
+	"golang.org/x/crypto/ssh"
+)
+
+const nodeNetns = "sluice-node"
+
+// loginDialer dials the login node, counting the dials and keeping the
+// connections so that a test can cut them.
+type loginDialer struct {
+	n     atomic.Int32
+	fail  atomic.Int32 // dials still to fail
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (d *loginDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.n.Add(1)
+	if d.fail.Add(-1) >= 0 {
+		return nil, errors.New("login node unreachable (test)")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+	return c, nil
+}
+
+// cut closes every connection made so far, as a broken link would.
+func (d *loginDialer) cut() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
+}
+
+func rigHop(t *testing.T, r *testrig.Rig, nodeKnownHosts string, d *loginDialer) *Hop {
+	t.Helper()
+	signer, err := sshx.Signer(r.Get(t, "RIG_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, err := sshx.HostKeys(r.Get(t, "RIG_KNOWN_HOSTS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := sshx.HostKeys(nodeKnownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Hop{
+		LoginAddr:     net.JoinHostPort(r.Get(t, "RIG_LOGIN_ADDR"), r.Get(t, "RIG_LOGIN_PORT")),
+		User:          r.Get(t, "RIG_USER"),
+		Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		LoginHostKeys: login,
+		NodeHostKeys:  node,
+		Dial:          d.dial,
+		Timeout:       10 * time.Second,
+	}
+}
+
+// nodeListening reports whether something listens on port in the node's
+// network namespace.
+func nodeListening(t *testing.T, port int) bool {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", nodeNetns, "ss", "-Hltn", "sport = :"+strconv.Itoa(port)).Output()
+	if err != nil {
+		t.Fatalf("ss in %s: %v", nodeNetns, err)
+	}
+	return strings.TrimSpace(string(out)) != ""
+}
+
+// freeNodePort returns a port nothing listens on in the node's namespace.
+func freeNodePort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		if p := 20000 + rand.N(20000); !nodeListening(t, p) {
+			return p
+		}
+	}
+	t.Fatal("no free port on the node")
+	return 0
+}
+
+// startEcho starts a TCP echo server as the job user in the node's network
+// namespace, bound on bind, and returns its port. It is killed when the
+// test ends.
+func startEcho(t *testing.T, r *testrig.Rig, bind string) int {
+	t.Helper()
+	user := r.Get(t, "RIG_USER")
+	port := freeNodePort(t)
+	cmd := exec.Command("ip", "netns", "exec", nodeNetns,
+		"setpriv", "--reuid", user, "--regid", user, "--init-groups",
+		"socat", "-t", "30", "TCP-LISTEN:"+strconv.Itoa(port)+",bind="+bind+",fork,reuseaddr", "EXEC:cat")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start echo server: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	waitFor(t, 5*time.Second, "echo server listening", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("echo server on port %d exited: %v", port, err)
+		default:
+		}
+		return nodeListening(t, port)
+	})
+	return port
+}
+
+// echo sends payload to addr, half-closes, and checks the same bytes come
+// back followed by EOF.
+func echo(t *testing.T, addr string, payload []byte) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	sent := make(chan error, 1)
+	go func() {
+		_, err := c.Write(payload)
+		if err == nil {
+			err = c.(*net.TCPConn).CloseWrite()
+		}
+		sent <- err
+	}()
+	got, err := io.ReadAll(c)
+	if err := <-sent; err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("read echo: %v", err)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Fatalf("echo gave %d bytes (%.20q); want the %d sent (%.20q)", len(got), got, len(payload), payload)
+	}
+}
+
+func nodeFile(t *testing.T, node string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "node")
+	writeNode(t, file, node)
+	return file
+}
+
+// roundTrip writes msg on c and reads it back.
+func roundTrip(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	if _, err := io.WriteString(c, msg); err != nil {
+		t.Fatalf("write %q: %v", msg, err)
+	}
+	buf := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != msg {
+		t.Fatalf("read back %q, %v; want %q", buf, err, msg)
+	}
+}
