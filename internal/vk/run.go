@@ -38,6 +38,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Workers is the number of pod controller workers. If zero, 4.
 	Workers int
+	// QPS and Burst bound the Kubernetes client's requests. If zero, 50 and
+	// 100: client-go's own defaults (5 and 10) would take minutes to push
+	// the status of a node with a thousand pods.
+	QPS   float32
+	Burst int
+	// Runner reaches the site. If nil, site.Open(cfg). Benchmarks set it to
+	// a site in memory.
+	Runner site.Runner
+	// WrapJobs, if set, wraps the Slurm client the provider uses (a
+	// benchmark counts the calls).
+	WrapJobs func(provider.Jobs) provider.Jobs
 }
 
 // informerResync is how often the pod informer resyncs.
@@ -58,20 +69,33 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	rc.QPS, rc.Burst = opts.QPS, opts.Burst
+	if rc.QPS == 0 {
+		rc.QPS = 50
+	}
+	if rc.Burst == 0 {
+		rc.Burst = 100
+	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	runner, err := site.Open(cfg, log)
-	if err != nil {
-		return err
+	runner := opts.Runner
+	if runner == nil {
+		if runner, err = site.Open(cfg, log); err != nil {
+			return err
+		}
+		if c, ok := runner.(io.Closer); ok {
+			defer c.Close()
+		}
 	}
-	if c, ok := runner.(io.Closer); ok {
-		defer c.Close()
-	}
-	jobs := &slurm.Client{
+	slurmClient := &slurm.Client{
 		Site: runner, DataRoot: cfg.Site.DataRoot,
 		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime), Logger: log,
+	}
+	var jobs provider.Jobs = slurmClient
+	if opts.WrapJobs != nil {
+		jobs = opts.WrapJobs(jobs)
 	}
 
 	ln, err := net.Listen("tcp", cfg.Node.KubeletAPI.Listen)
@@ -98,7 +122,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	podInformer := podInformers.Core().V1().Pods()
 
 	prov, err := provider.New(provider.Config{
-		NodeName: cfg.NodeName, Jobs: jobs, Runtime: jobs.Runtime,
+		NodeName: cfg.NodeName, Jobs: jobs, Runtime: slurmClient.Runtime,
 		Client: client, Pods: podInformer.Lister(), Recorder: recorder,
 		InternalIP: cfg.Node.InternalIP, PollInterval: cfg.Site.PollInterval,
 		TenantNamespace: cfg.Network.TenantNamespace, RefuseForeignPods: cfg.Network.RefuseForeignPods,

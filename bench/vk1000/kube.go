@@ -1,0 +1,201 @@
+//go:build bench
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/provider"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// benchPod is the i-th pod: one container sleeping for an hour, bound to
+// the node, with no service account token (RuntimeNone mounts nothing).
+func benchPod(ns, node string, i int) *corev1.Pod {
+	no := false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName:                     node,
+			AutomountServiceAccountToken: &no,
+			RestartPolicy:                corev1.RestartPolicyNever,
+			Containers:                   []corev1.Container{{Name: "sleep", Image: "busybox", Command: []string{"sleep", "3600"}}},
+			Tolerations:                  []corev1.Toleration{{Key: provider.TaintKey, Operator: corev1.TolerationOpExists}},
+		},
+	}
+}
+
+func podName(i int) string { return fmt.Sprintf("p-%04d", i) }
+
+// createPods creates pods [from, to) with the given number of concurrent creators.
+func createPods(ctx context.Context, c kubernetes.Interface, ns, node string, from, to, creators int) error {
+	next := make(chan int)
+	errc := make(chan error, creators)
+	var wg sync.WaitGroup
+	for range creators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if _, err := c.CoreV1().Pods(ns).Create(ctx, benchPod(ns, node, i), metav1.CreateOptions{}); err != nil {
+					errc <- fmt.Errorf("create pod %s: %w", podName(i), err)
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := from; i < to; i++ {
+		select {
+		case next <- i:
+		case err = <-errc:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	select {
+	case err = <-errc:
+	default:
+	}
+	return err
+}
+
+// tracker follows the namespace's pods through a watch: their phase, UID,
+// and when each was first seen Succeeded. It keeps no pod objects.
+type tracker struct {
+	mu        sync.Mutex
+	phase     map[string]corev1.PodPhase
+	uid       map[string]string
+	succeeded map[string]time.Time
+	changed   chan struct{} // closed and replaced at every event
+}
+
+func newTracker() *tracker {
+	return &tracker{phase: map[string]corev1.PodPhase{}, uid: map[string]string{},
+		succeeded: map[string]time.Time{}, changed: make(chan struct{})}
+}
+
+// run watches until ctx ends, watching again from the last resource
+// version whenever the server closes the watch.
+func (t *tracker) run(ctx context.Context, c kubernetes.Interface, ns string) error {
+	rv := ""
+	for ctx.Err() == nil {
+		w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch pods: %w", err)
+		}
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			rv = pod.ResourceVersion
+			if ev.Type != watch.Bookmark {
+				t.observe(ev.Type, pod, time.Now())
+			}
+		}
+		w.Stop()
+	}
+	return nil
+}
+
+func (t *tracker) observe(typ watch.EventType, pod *corev1.Pod, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if typ == watch.Deleted {
+		delete(t.phase, pod.Name)
+		delete(t.uid, pod.Name)
+	} else {
+		t.phase[pod.Name] = pod.Status.Phase
+		t.uid[pod.Name] = string(pod.UID)
+		if _, seen := t.succeeded[pod.Name]; !seen && pod.Status.Phase == corev1.PodSucceeded {
+			t.succeeded[pod.Name] = now
+		}
+	}
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// waitFor waits until cond, called under the tracker's lock, holds.
+func (t *tracker) waitFor(ctx context.Context, what string, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		t.mu.Lock()
+		ok := cond()
+		ch := t.changed
+		t.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// countPhase is how many pods are in phase; the caller holds t.mu.
+func (t *tracker) countPhase(phase corev1.PodPhase) int {
+	n := 0
+	for _, p := range t.phase {
+		if p == phase {
+			n++
+		}
+	}
+	return n
+}
+
+// cleanup deletes the namespace's pods while the virtual kubelet still runs
+// (it cancels their jobs and lifts their finalizers) and waits for them to go.
+func cleanupPods(ctx context.Context, c kubernetes.Interface, t *tracker, ns string, timeout time.Duration) error {
+	if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete pods: %w", err)
+	}
+	return t.waitFor(ctx, "the pods to be deleted", timeout, func() bool { return len(t.phase) == 0 })
+}
+
+// forceCleanup removes what is left once the virtual kubelet is gone:
+// finalizers taken off the remaining pods, then the node and namespace.
+func forceCleanup(ctx context.Context, c kubernetes.Interface, ns, node string) error {
+	var errs []error
+	list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list pods: %w", err))
+	} else {
+		zero := int64(0)
+		for _, pod := range list.Items {
+			if len(pod.Finalizers) > 0 {
+				patch := []byte(`{"metadata":{"finalizers":null}}`)
+				if _, err := c.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+					errs = append(errs, fmt.Errorf("lift finalizer of %s: %w", pod.Name, err))
+				}
+			}
+			_ = c.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+	}
+	if err := c.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
+		errs = append(errs, fmt.Errorf("delete node: %w", err))
+	}
+	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		errs = append(errs, fmt.Errorf("delete namespace: %w", err))
+	}
+	return errors.Join(errs...)
+}
