@@ -13,6 +13,9 @@ import (
 	"net"
 	"time"
 
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/site"
@@ -135,6 +138,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		PodClient: client.CoreV1(), PodInformer: podInformer, EventRecorder: recorder, Provider: prov,
 		ConfigMapInformer: others.Core().V1().ConfigMaps(), SecretInformer: others.Core().V1().Secrets(),
 		ServiceInformer: others.Core().V1().Services(), SkipDownwardAPIResolution: true,
+		SyncPodsFromKubernetesRateLimiter:    queueLimiter(),
+		SyncPodStatusFromProviderRateLimiter: queueLimiter(),
+		DeletePodsFromKubernetesRateLimiter:  queueLimiter(),
 	})
 	if err != nil {
 		return fmt.Errorf("pod controller: %w", err)
@@ -219,4 +225,15 @@ func healthCheck(r site.Runner) func(context.Context) error {
 		return h.Healthy
 	}
 	return nil
+}
+
+// queueLimiter paces a work queue of the pod controller: each pod backs off
+// on failures as with client-go's default limiter, and the queue as a whole
+// takes 100 pods a second with bursts of 1,000 instead of the default 10
+// (burst 100), which left a node of a thousand pods minutes behind.
+func queueLimiter() workqueue.TypedRateLimiter[any] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[any](5*time.Millisecond, 1000*time.Second),
+		&workqueue.TypedBucketRateLimiter[any]{Limiter: rate.NewLimiter(rate.Limit(100), 1000)},
+	)
 }
