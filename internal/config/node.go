@@ -26,6 +26,9 @@ type Node struct {
 	// kubelet API's port, for logs. If empty, 127.0.0.1.
 	InternalIP string     `yaml:"InternalIP"`
 	KubeletAPI KubeletAPI `yaml:"KubeletAPI"`
+	// MetricsListen is the host:port where Prometheus metrics are served
+	// over plain HTTP at /metrics (S7). If empty, they are not served.
+	MetricsListen string `yaml:"MetricsListen"`
 }
 
 // KubeletAPI configures the HTTPS server the API server reaches for logs.
@@ -105,6 +108,13 @@ func (n *Node) validate(bad reporter) {
 		bad("Node.KubeletAPI.Listen", "port must be 0-65535, got %q", port)
 	} else if host != "" && net.ParseIP(host) == nil {
 		bad("Node.KubeletAPI.Listen", "host must be an IP address, got %q", host)
+	}
+	if n.MetricsListen != "" {
+		if _, port, err := net.SplitHostPort(n.MetricsListen); err != nil {
+			bad("Node.MetricsListen", "must be host:port, got %q", n.MetricsListen)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			bad("Node.MetricsListen", "port must be 0-65535, got %q", port)
+		}
 	}
 	if (a.CertFile == "") != (a.KeyFile == "") {
 		bad("Node.KubeletAPI.CertFile", "CertFile and KeyFile go together: set both or neither")

@@ -56,6 +56,8 @@ func TestNodeRejected(t *testing.T) {
 		{"unspecified internal ip", "  InternalIP: 0.0.0.0\n", "Node.InternalIP"},
 		{"listen without port", "  KubeletAPI: {Listen: 127.0.0.1}\n", "Node.KubeletAPI.Listen"},
 		{"listen bad port", "  KubeletAPI: {Listen: \"127.0.0.1:99999\"}\n", "Node.KubeletAPI.Listen"},
+		{"metrics without port", "  MetricsListen: 127.0.0.1\n", "Node.MetricsListen"},
+		{"metrics bad port", "  MetricsListen: \":70000\"\n", "Node.MetricsListen"},
 		{"listen host name", "  KubeletAPI: {Listen: \"localhost:1\"}\n", "Node.KubeletAPI.Listen"},
 		{"cert without key", "  KubeletAPI: {CertFile: /c}\n", "Node.KubeletAPI.CertFile"},
 		{"relative key", "  KubeletAPI: {CertFile: /c, KeyFile: k}\n", "Node.KubeletAPI.KeyFile"},

@@ -33,8 +33,8 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	p.pods[key] = st
 	p.mu.Unlock()
 
-	if perr := p.precheck(pod); perr != nil {
-		p.refuse(st, perr)
+	if r := p.precheck(pod); r != nil {
+		p.refuse(st, r)
 		return nil
 	}
 	p.push(st)
@@ -88,7 +88,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	job, err := slurm.FromPod(ctx, pod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime})
 	var perr *slurm.PodError
 	if errors.As(err, &perr) {
-		p.refuse(st, perr)
+		p.refuse(st, podRefusal(perr))
 		return true, nil
 	}
 	if err != nil {
@@ -112,6 +112,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	st.submitted = true
 	st.waitMsg = ""
 	p.mu.Unlock()
+	p.metrics.submit(adopted)
 	if adopted {
 		p.event(pod, corev1.EventTypeNormal, EventAdopted, "adopted Slurm job %s", id)
 	} else {
@@ -148,6 +149,7 @@ func (p *Provider) waitSubmit(st *podState, err error) {
 	st.waitMsg = msg
 	pod := st.pod.DeepCopy()
 	p.mu.Unlock()
+	p.metrics.wait(reason)
 	if newMsg {
 		p.event(pod, corev1.EventTypeWarning, EventSubmitWaiting, "%s", msg)
 		p.log.Warn("provider: submission waits", "pod", keyOf(pod), "reason", reason, "error", err)

@@ -56,6 +56,7 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 			return
 		}
 		if !wasFinal && ref.JobID != "" {
+			p.metrics.cancelled()
 			p.event(pod, corev1.EventTypeNormal, EventCancelled, "cancelled Slurm job %s", ref.JobID)
 		}
 	}

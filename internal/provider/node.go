@@ -122,6 +122,18 @@ func (s *NodeStatus) NotifyNodeStatus(_ context.Context, cb func(*corev1.Node)) 
 	s.notify = cb
 }
 
+// Reachable reports whether the last check found the site answering.
+func (s *NodeStatus) Reachable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.Node.Status.Conditions {
+		if c.Type == ConditionSiteReachable {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // Run checks the site until ctx ends.
 func (s *NodeStatus) Run(ctx context.Context) {
 	interval := s.Interval

@@ -75,7 +75,13 @@ func TestSiteReachable(t *testing.T) {
 	mu.Lock()
 	down = errors.New("ssh: handshake failed")
 	mu.Unlock()
+	if !s.Reachable() {
+		t.Error("Reachable: false before the failing check; want true")
+	}
 	s.checkOnce(ctx)
+	if s.Reachable() {
+		t.Error("Reachable: true after a failed check; want false")
+	}
 	mu.Lock()
 	down = nil
 	mu.Unlock()

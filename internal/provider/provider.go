@@ -8,12 +8,15 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -57,6 +60,11 @@ type Config struct {
 	// both set, a pod of another namespace is refused.
 	TenantNamespace   string
 	RefuseForeignPods bool
+	// Reverse is what the node can give a pod asking for a reverse tunnel
+	// (S5); a pod asking for more is refused (S6).
+	Reverse annotations.SiteRules
+	// Metrics registers the provider's Prometheus metrics. If nil, none.
+	Metrics prometheus.Registerer
 	// SubmitWorkers bounds the submissions in flight. If zero, 4.
 	SubmitWorkers int
 	// Logger receives what the provider does not return. If nil, slog.Default().
@@ -70,8 +78,9 @@ type Config struct {
 
 // Provider runs pods as Slurm jobs. Create it with New; call Run.
 type Provider struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
 
 	// ctx is Run's context: background work (submissions, deletions) ends
 	// with it. It is set before Run returns from its set-up.
@@ -124,13 +133,21 @@ func New(cfg Config) (*Provider, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Provider{
+	p := &Provider{
 		cfg:     cfg,
 		log:     log,
 		started: make(chan struct{}),
 		submits: make(chan struct{}, cfg.SubmitWorkers),
 		pods:    make(map[string]*podState),
-	}, nil
+	}
+	if cfg.Metrics != nil {
+		m, err := newMetrics(cfg.Metrics, p)
+		if err != nil {
+			return nil, fmt.Errorf("provider: register metrics: %w", err)
+		}
+		p.metrics = m
+	}
+	return p, nil
 }
 
 // Run adopts the pods bound to the node (see Adopt), then polls the status

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,21 +106,59 @@ func TestFailedContainerExitCode(t *testing.T) {
 }
 
 func TestRefused(t *testing.T) {
+	reverseOn := func(c *Config) {
+		c.Reverse = annotations.SiteRules{ReverseEnabled: true, ShadowModeSSH: true, TunnelEnabled: true}
+	}
+	annotate := func(kv ...string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				p.Annotations[kv[i]] = kv[i+1]
+			}
+		}
+	}
+	forwards := "metadata.annotations[" + annotations.ReverseForwards + "]"
+	socks := "metadata.annotations[" + annotations.ReverseSocksPort + "]"
 	tests := []struct {
-		name  string
-		edit  func(*corev1.Pod)
-		cfg   func(*Config)
-		field string
+		name   string
+		edit   func(*corev1.Pod)
+		cfg    func(*Config)
+		reason string
+		field  string
+		rule   string
 	}{
-		{"bad flags annotation", func(p *corev1.Pod) {
-			p.Annotations = map[string]string{slurm.AnnotationFlags: "--wrap=x"}
-		}, nil, "metadata.annotations[" + slurm.AnnotationFlags + "]"},
+		{"bad flags annotation", annotate(slurm.AnnotationFlags, "--wrap=x"), nil,
+			ReasonRefused, "metadata.annotations[" + slurm.AnnotationFlags + "]", ""},
 		{"host path volume", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
-		}, nil, "spec.volumes[0]"},
+		}, nil, ReasonRefused, "spec.volumes[0]", ""},
 		{"foreign namespace", nil, func(c *Config) {
 			c.TenantNamespace, c.RefuseForeignPods = "team-a", true
-		}, "metadata.namespace"},
+		}, ReasonRefused, "metadata.namespace", "Network.RefuseForeignPods"},
+		{"reverse not enabled", annotate(annotations.ReverseForwards, "redis:6379"), nil,
+			string(annotations.ReasonNotEnabled), forwards, "Reverse.Enabled"},
+		{"reverse without ssh shadow", annotate(annotations.ReverseForwards, "redis:6379"), func(c *Config) {
+			reverseOn(c)
+			c.Reverse.ShadowModeSSH = false
+		}, string(annotations.ReasonShadowMode), forwards, "ShadowMode"},
+		{"reverse with the tunnel off", annotate(annotations.ReverseForwards, "redis:6379"), func(c *Config) {
+			reverseOn(c)
+			c.Reverse.TunnelEnabled = false
+		}, string(annotations.ReasonTunnelDisabled), forwards, "EnableTunnel"},
+		{"reverse with pod-vpn", annotate(annotations.ReverseForwards, "redis:6379", annotations.PodVPN, "true"), reverseOn,
+			string(annotations.ReasonPodVPN), "metadata.annotations[" + annotations.PodVPN + "]", "disables the shadow"},
+		{"socks not allowed", annotate(annotations.ReverseSocksPort, "1080"), reverseOn,
+			string(annotations.ReasonSocksNotAllowed), socks, "AllowSocks"},
+		{"malformed entry", annotate(annotations.ReverseForwards, "redis:notaport"), reverseOn,
+			string(annotations.ReasonMalformed), forwards, "redis:notaport"},
+		{"port repeats", annotate(annotations.ReverseForwards, "redis:6379, 6379:other:6380"), reverseOn,
+			string(annotations.ReasonPortRepeats), forwards, "port 6379 repeats"},
+		{"socks collides", annotate(annotations.ReverseForwards, "redis:6379", annotations.ReverseSocksPort, "6379"), func(c *Config) {
+			reverseOn(c)
+			c.Reverse.AllowSocks = true
+		}, string(annotations.ReasonSocksCollides), socks, "also a listen port"},
+		{"bind is 127.0.0.1 after parsing", annotate(annotations.ReverseForwards, "redis:6379", annotations.ReverseBind, "::ffff:127.0.0.1"), reverseOn,
+			string(annotations.ReasonBadBind), "metadata.annotations[" + annotations.ReverseBind + "]", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,10 +171,10 @@ func TestRefused(t *testing.T) {
 				t.Fatalf("CreatePod: %v", err)
 			}
 			got := h.waitPhase(pod, corev1.PodFailed)
-			if got.Status.Reason != ReasonRefused || !strings.Contains(got.Status.Message, tt.field) {
-				t.Errorf("got reason %q message %q; want %s naming %s", got.Status.Reason, got.Status.Message, ReasonRefused, tt.field)
+			if got.Status.Reason != tt.reason || !strings.Contains(got.Status.Message, tt.field) || !strings.Contains(got.Status.Message, tt.rule) {
+				t.Errorf("got reason %q message %q; want %s naming %s and %q", got.Status.Reason, got.Status.Message, tt.reason, tt.field, tt.rule)
 			}
-			h.waitEvent("Warning SluiceRefused refused: " + tt.field)
+			h.waitEvent("Warning " + tt.reason + " refused: " + tt.field)
 			if submits, _, _, _ := h.jobs.counts(); submits != 0 {
 				t.Errorf("got %d submissions; want none", submits)
 			}
@@ -145,6 +184,22 @@ func TestRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRetiredAnnotationsAreIgnored(t *testing.T) {
+	pod := testPod("retired")
+	pod.Annotations = map[string]string{
+		annotations.ReverseForwards:       "redis:6379",
+		"interlink.eu/reverse-owner-only": "false",
+		"interlink.eu/reverse-node-exec":  "srun",
+	}
+	h := newHarness(t, func(c *Config) {
+		c.Reverse = annotations.SiteRules{ReverseEnabled: true, ShadowModeSSH: true, TunnelEnabled: true}
+	}, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("Normal Submitted submitted as Slurm job")
 }
 
 func TestSubmitRetriesUntilTheSiteAnswers(t *testing.T) {

@@ -57,7 +57,9 @@ func (p *Provider) poll(ctx context.Context) error {
 	if len(refs) == 0 {
 		return nil
 	}
+	start := time.Now()
 	all, err := p.cfg.Jobs.Status(ctx, refs)
+	p.metrics.poll(time.Since(start), err)
 	if err != nil {
 		return err
 	}
@@ -90,6 +92,9 @@ func (p *Provider) update(st *podState, js slurm.Status) {
 	old := st.pod.Status
 	st.pod.Status = jobStatus(st.pod, old, js, p.cfg.Now())
 	st.final = js.State.Final()
+	if st.final {
+		p.metrics.finish(st.pod.Status.Phase)
+	}
 	changed := !equality.Semantic.DeepEqual(old, st.pod.Status)
 	pod := st.pod.DeepCopy()
 	p.mu.Unlock()

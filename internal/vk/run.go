@@ -16,6 +16,8 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/site"
@@ -124,12 +126,28 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	others := informers.NewSharedInformerFactory(client, informerResync)
 	podInformer := podInformers.Core().V1().Pods()
 
+	var ms *metricsServer
+	var reg prometheus.Registerer
+	if cfg.Node.MetricsListen != "" {
+		if ms, err = newMetricsServer(cfg.Node.MetricsListen, log); err != nil {
+			return err
+		}
+		defer ms.ln.Close()
+		reg = ms.reg
+	}
 	prov, err := provider.New(provider.Config{
 		NodeName: cfg.NodeName, Jobs: jobs, Runtime: slurmClient.Runtime,
 		Client: client, Pods: podInformer.Lister(), Recorder: recorder,
 		InternalIP: cfg.Node.InternalIP, PollInterval: cfg.Site.PollInterval,
 		TenantNamespace: cfg.Network.TenantNamespace, RefuseForeignPods: cfg.Network.RefuseForeignPods,
-		Logger: log,
+		Reverse: annotations.SiteRules{
+			ReverseEnabled: cfg.Network.SSH.Reverse.Enabled,
+			ShadowModeSSH:  cfg.Network.ShadowMode == "ssh",
+			TunnelEnabled:  cfg.Network.EnableTunnel,
+			AllowSocks:     cfg.Network.SSH.Reverse.AllowSocks,
+		},
+		Metrics: reg,
+		Logger:  log,
 	})
 	if err != nil {
 		return err
@@ -146,6 +164,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		return fmt.Errorf("pod controller: %w", err)
 	}
 	status := &provider.NodeStatus{Node: nodeObj.DeepCopy(), Check: healthCheck(runner), Logger: log}
+	if ms != nil {
+		if err := ms.registerNode(status); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	nc, err := node.NewNodeController(status, nodeObj, client.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(client), node.DefaultLeaseDuration))
 	if err != nil {
@@ -160,6 +183,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	defer cancel()
 	done := make(chan error, 4)
 	podInformers.Start(ctx.Done())
+	if ms != nil {
+		go ms.serve(ctx)
+	}
 	go func() { done <- prov.Run(ctx) }()
 	go func() { status.Run(ctx); done <- nil }()
 	go func() { done <- api.serve(ctx, ln) }()
