@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sshx"
+	"golang.org/x/crypto/ssh"
 )
 
 // Target is where a forward asks for the job's ports to be dialed.
@@ -69,6 +72,9 @@ type Forward struct {
 	// before the waiting clients are refused, so it must not block. If
 	// nil, the error is only logged.
 	OnHostKeyError func(error)
+	// Metrics counts connections, bytes, reconnects and refusals. If nil,
+	// nothing is counted.
+	Metrics *Metrics
 }
 
 // Run listens on every port, then serves clients until ctx ends; it returns
@@ -96,6 +102,7 @@ func (f *Forward) Run(ctx context.Context) error {
 			ln.Close()
 		}
 		wg.Wait()
+		f.Metrics.SetUp(false)
 	}()
 
 	w := &nodeWatch{file: f.NodeFile, every: orDefault(f.PollInterval, time.Second), log: log}
@@ -209,23 +216,44 @@ func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link
 	remote, node, err := l.dial(ctx, port)
 	switch {
 	case errors.Is(err, errNoNode):
+		f.Metrics.Refused(RefusedNoNode)
 		log.Warn("no node known: connection refused")
 		return
 	case err != nil && ctx.Err() != nil:
 		return
 	case err != nil:
+		f.Metrics.Refused(refusal(err))
 		log.Warn("forward dial failed: connection refused", "node", node, "err", err)
 		return
 	}
 	log = log.With("node", node)
 	defer remote.Close()
+	f.Metrics.ConnOpened(port)
+	defer f.Metrics.ConnClosed()
 	far := net.JoinHostPort(node, strconv.Itoa(port))
-	n, err := relay(ctx, client, remote, "client", far)
+	n, err := relay(ctx, client, remote, "client", far, f.Metrics, BytesOut)
 	if err != nil && ctx.Err() == nil {
 		log.Info("forward connection failed", "sent", n.Sent, "received", n.Received, "err", err)
 		return
 	}
 	log.Debug("forward connection closed", "sent", n.Sent, "received", n.Received)
+}
+
+// refusal is the reason a client was refused after err, for Metrics.
+func refusal(err error) string {
+	var keyErr *sshx.HostKeyError
+	var channel *ssh.OpenChannelError
+	switch {
+	case errors.Is(err, errNoNode):
+		return RefusedNoNode
+	case errors.As(err, &keyErr):
+		return RefusedHostKey
+	case errors.Is(err, errBackoff):
+		return RefusedBackoff
+	case errors.As(err, &channel):
+		return RefusedDial
+	}
+	return RefusedConnect
 }
 
 func orDefault(d, def time.Duration) time.Duration {

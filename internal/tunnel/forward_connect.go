@@ -95,6 +95,11 @@ func (l *link) record(node string, attempt int, login, nodeConn *sshConn, err er
 	}
 	if err == nil {
 		l.lastErr, l.failures, l.retryAt, l.alarmed = nil, 0, time.Time{}, false
+		l.metrics.SetUp(true)
+		if l.lost {
+			l.lost = false
+			l.metrics.Reconnect()
+		}
 		return false
 	}
 	l.failures++
@@ -139,13 +144,18 @@ func closeAll(conns ...*sshConn) {
 	}
 }
 
-// backoff is the wait after n failed attempts in a row: BackoffMin doubled
-// n-1 times, at most BackoffMax, then between half of that and all of it.
+// backoff is the wait after n failed attempts in a row (backoffAfter).
 func (l *link) backoff(n int) time.Duration {
-	d := l.backMin
-	for i := 1; i < n && d < l.backMax; i++ {
+	return backoffAfter(n, l.backMin, l.backMax)
+}
+
+// backoffAfter is the wait after n failed attempts in a row: lo doubled n-1
+// times, at most hi, then between half of that and all of it.
+func backoffAfter(n int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
 		d *= 2
 	}
-	d = min(d, l.backMax)
+	d = min(d, hi)
 	return d/2 + rand.N(d/2+1)
 }

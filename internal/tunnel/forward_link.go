@@ -29,6 +29,7 @@ type link struct {
 	kaWait  time.Duration
 	onKey   func(error)
 	nodeOf  func() string // the current node, "" if none
+	metrics *Metrics
 
 	mu       sync.Mutex
 	login    *sshConn      // nil if none
@@ -39,6 +40,7 @@ type link struct {
 	retryAt  time.Time     // no attempt before this, after failures
 	alarmed  bool          // a host key error was logged in this series
 	attempts int
+	lost     bool // a connection was lost: the next one made is a reconnect
 }
 
 // sshConn is one SSH connection of a link.
@@ -85,6 +87,7 @@ func (f *Forward) newLink(ctx context.Context, log *slog.Logger, wg *sync.WaitGr
 		kaWait:  orDefault(f.KeepAliveTimeout, 15*time.Second),
 		onKey:   f.OnHostKeyError,
 		nodeOf:  nodeOf,
+		metrics: f.Metrics,
 	}
 }
 
@@ -156,7 +159,7 @@ func (l *link) acquire(ctx context.Context) (*sshConn, string, error) {
 			if wait := time.Until(l.retryAt); wait > 0 {
 				err := l.lastErr
 				l.mu.Unlock()
-				return nil, node, fmt.Errorf("connect: next attempt in %v: %w", wait.Round(time.Millisecond), err)
+				return nil, node, fmt.Errorf("connect: %w in %v: %w", errBackoff, wait.Round(time.Millisecond), err)
 			}
 			done := make(chan struct{})
 			l.dialing = done
@@ -191,8 +194,13 @@ func (l *link) acquire(ctx context.Context) (*sshConn, string, error) {
 	}
 }
 
-// errNoNode is the error of a client that arrives while no node is known.
-var errNoNode = errors.New("no node known")
+var (
+	// errNoNode is the error of a client that arrives while no node is known.
+	errNoNode = errors.New("no node known")
+	// errBackoff is the error of a client that arrives while the link waits
+	// before its next attempt.
+	errBackoff = errors.New("next attempt")
+)
 
 // ready returns the live connection to open channels on for node, or nil.
 // l.mu is held.
@@ -230,6 +238,7 @@ func (l *link) retire(node string) {
 		l.node = nil
 		c.stale = true
 		done = c.refs == 0
+		l.metrics.SetUp(false)
 	}
 	l.failures, l.retryAt, l.alarmed = 0, time.Time{}, false
 	l.mu.Unlock()
@@ -243,12 +252,19 @@ func (l *link) retire(node string) {
 func (l *link) drop(c *sshConn, reason error) {
 	l.mu.Lock()
 	var also *sshConn
+	current := true
 	switch {
 	case l.login == c:
 		l.login = nil
 		also, l.node = l.node, nil
 	case l.node == c:
 		l.node = nil
+	default:
+		current = false
+	}
+	if current {
+		l.lost = true
+		l.metrics.SetUp(false)
 	}
 	l.mu.Unlock()
 	if c.close() {

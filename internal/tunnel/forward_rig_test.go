@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 	"golang.org/x/crypto/ssh"
@@ -39,11 +40,29 @@ func TestForwardNodeRig(t *testing.T) {
 		PollInterval: 20 * time.Millisecond,
 		BackoffMin:   50 * time.Millisecond,
 		BackoffMax:   time.Second,
+		Metrics:      NewMetrics(nil, "forward"),
 	}
 	startForward(t, f, lns)
 	addr := lns.addr(port)
 
-	t.Run("round trip", func(t *testing.T) { echo(t, addr, []byte("hello through the node\n")) })
+	t.Run("round trip", func(t *testing.T) {
+		msg := []byte("hello through the node\n")
+		echo(t, addr, msg)
+		m := f.Metrics
+		// The client may see the end before the forward has counted it.
+		waitFor(t, 5*time.Second, "connection counted closed", func() bool { return testutil.ToFloat64(m.active) == 0 })
+		for name, c := range map[string]struct{ got, want float64 }{
+			"up":                      {testutil.ToFloat64(m.up), 1},
+			"connections{port}":       {testutil.ToFloat64(m.conns.WithLabelValues(strconv.Itoa(port))), 1},
+			"bytes{direction=out}":    {testutil.ToFloat64(m.bytesOut), float64(len(msg))},
+			"bytes{direction=in}":     {testutil.ToFloat64(m.bytesIn), float64(len(msg))},
+			"reconnects before a cut": {testutil.ToFloat64(m.reconnects), 0},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s = %v; want %v", name, c.got, c.want)
+			}
+		}
+	})
 
 	t.Run("1 MiB both ways", func(t *testing.T) {
 		payload := make([]byte, 1<<20)
@@ -108,6 +127,12 @@ func TestForwardNodeRig(t *testing.T) {
 		echo(t, addr, []byte("after the cut"))
 		if n := d.n.Load(); n != 2 {
 			t.Errorf("login dials = %d; want 2", n)
+		}
+		if got := testutil.ToFloat64(f.Metrics.reconnects); got != 1 {
+			t.Errorf("reconnects = %v; want 1", got)
+		}
+		if got := testutil.ToFloat64(f.Metrics.refused.WithLabelValues(RefusedDial)); got != 1 {
+			t.Errorf("refused{dial} = %v; want 1 (the port with no server)", got)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -109,6 +110,42 @@ func freeNodePort(t *testing.T) int {
 	return 0
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if echoDir != "" {
+		os.RemoveAll(echoDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	echoOnce sync.Once
+	echoDir  string // holds the echo server binary, built once
+	echoErr  error
+)
+
+// echoServer builds testdata/echoserver where the job user can run it.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	echoOnce.Do(func() {
+		if echoDir, echoErr = os.MkdirTemp("", "sluice-echo"); echoErr != nil {
+			return
+		}
+		if echoErr = os.Chmod(echoDir, 0o755); echoErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(echoDir, "echoserver"), "./testdata/echoserver")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			echoErr = fmt.Errorf("build the echo server: %v\n%s", err, out)
+		}
+	})
+	if echoErr != nil {
+		t.Fatal(echoErr)
+	}
+	return filepath.Join(echoDir, "echoserver")
+}
+
 // startEcho starts a TCP echo server as the job user in the node's network
 // namespace, bound on bind, and returns its port. It is killed when the
 // test ends.
@@ -118,7 +155,7 @@ func startEcho(t *testing.T, r *testrig.Rig, bind string) int {
 	port := freeNodePort(t)
 	cmd := exec.Command("ip", "netns", "exec", nodeNetns,
 		"setpriv", "--reuid", user, "--regid", user, "--init-groups",
-		"socat", "-t", "30", "TCP-LISTEN:"+strconv.Itoa(port)+",bind="+bind+",fork,reuseaddr", "EXEC:cat")
+		echoServer(t), net.JoinHostPort(bind, strconv.Itoa(port)))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -263,7 +264,8 @@ func TestForwardNoNodeRefuses(t *testing.T) {
 	var dials atomic.Int32
 	rec := newLogRecorder(t)
 	lns := &loopbackListeners{}
-	f := &Forward{Hop: refusingHop(&dials), Ports: []int{8080}, NodeFile: file, Log: slog.New(rec), PollInterval: 10 * time.Millisecond}
+	m := NewMetrics(nil, "forward")
+	f := &Forward{Hop: refusingHop(&dials), Ports: []int{8080}, NodeFile: file, Log: slog.New(rec), PollInterval: 10 * time.Millisecond, Metrics: m}
 	startForward(t, f, lns)
 	expectRefused(t, lns.addr(8080), 2*time.Second)
 	if n := rec.count("no node known: connection refused", nil); n != 1 {
@@ -287,6 +289,14 @@ func TestForwardNoNodeRefuses(t *testing.T) {
 	}
 	if n := rec.count("ssh connect failed", map[string]string{"node": "node1"}); n != 1 {
 		t.Errorf("logged %d failed attempts; want 1", n)
+	}
+	for reason, want := range map[string]float64{RefusedNoNode: 1, RefusedConnect: 1, RefusedBackoff: 1, RefusedHostKey: 0} {
+		if got := testutil.ToFloat64(m.refused.WithLabelValues(reason)); got != want {
+			t.Errorf("refused{reason=%q} = %v; want %v", reason, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(m.up); got != 0 {
+		t.Errorf("up = %v; want 0", got)
 	}
 
 	// A file naming no valid node keeps the last node.

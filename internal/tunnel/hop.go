@@ -92,18 +92,27 @@ var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?
 // ConfigMap carries it: a host name or an IP literal, nothing else. It is
 // the only check between that name and an SSH request.
 func CheckNode(node string) error {
-	if addr, err := netip.ParseAddr(node); err == nil {
+	if err := checkHost(node); err != nil {
+		return fmt.Errorf("tunnel: node %w", err)
+	}
+	return nil
+}
+
+// checkHost accepts a host name (DNS labels, at most 253 characters) or an
+// IP literal without a zone.
+func checkHost(host string) error {
+	if addr, err := netip.ParseAddr(host); err == nil {
 		if addr.Zone() != "" {
-			return fmt.Errorf("tunnel: node %q: zoned addresses are not node names", node)
+			return fmt.Errorf("%q: zoned addresses are not host names", host)
 		}
 		return nil
 	}
-	if node == "" || len(node) > 253 {
-		return fmt.Errorf("tunnel: node %q: not a host name", node)
+	if host == "" || len(host) > 253 {
+		return fmt.Errorf("%q: not a host name", host)
 	}
-	for _, label := range strings.Split(node, ".") {
+	for _, label := range strings.Split(host, ".") {
 		if !hostLabel.MatchString(label) {
-			return fmt.Errorf("tunnel: node %q: not a host name", node)
+			return fmt.Errorf("%q: not a host name", host)
 		}
 	}
 	return nil

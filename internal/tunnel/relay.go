@@ -21,11 +21,16 @@ type closeWriter interface {
 type copier struct {
 	name     string // the direction, "client to node:8080"
 	dst, src net.Conn
-	n        int64 // bytes copied
+	count    func(n int64) // told of each write to dst as it happens; may be nil
+	n        int64         // bytes copied
 }
 
 func (c *copier) run() error {
-	n, err := io.Copy(c.dst, c.src)
+	var dst io.Writer = c.dst
+	if c.count != nil {
+		dst = countingWriter{w: c.dst, count: c.count}
+	}
+	n, err := io.Copy(dst, c.src)
 	c.n = n
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", c.name, err)
@@ -34,6 +39,18 @@ func (c *copier) run() error {
 		return fmt.Errorf("copy %s: close write: %w", c.name, err)
 	}
 	return nil
+}
+
+// countingWriter tells count of the bytes each write carried.
+type countingWriter struct {
+	w     io.Writer
+	count func(n int64)
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.count(int64(n))
+	return n, err
 }
 
 // closeWrite half-closes conn; a conn that cannot is closed whole.
@@ -55,9 +72,12 @@ type relayed struct {
 // ending. It does not close a or b otherwise: the caller does. aName and
 // bName name the sides in errors ("client", "node1:8080").
 //
+// The bytes are counted in m as they go, those from a to b under the
+// direction aToB (BytesIn or BytesOut) and the others under the other one.
+//
 // The error joins the errors of both directions, each naming its direction;
 // it is nil when both ended with EOF.
-func relay(ctx context.Context, a, b net.Conn, aName, bName string) (relayed, error) {
+func relay(ctx context.Context, a, b net.Conn, aName, bName string, m *Metrics, aToB string) (relayed, error) {
 	var closeOnce sync.Once
 	closeBoth := func() {
 		closeOnce.Do(func() {
@@ -68,8 +88,16 @@ func relay(ctx context.Context, a, b net.Conn, aName, bName string) (relayed, er
 	stop := context.AfterFunc(ctx, closeBoth)
 	defer stop()
 
+	bToA := BytesIn
+	if aToB == BytesIn {
+		bToA = BytesOut
+	}
 	up := &copier{name: aName + " to " + bName, dst: b, src: a}
 	down := &copier{name: bName + " to " + aName, dst: a, src: b}
+	if m != nil {
+		up.count = func(n int64) { m.AddBytes(aToB, n) }
+		down.count = func(n int64) { m.AddBytes(bToA, n) }
+	}
 	errs := make(chan error, 2)
 	for _, c := range []*copier{up, down} {
 		go func() {

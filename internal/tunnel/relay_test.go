@@ -50,7 +50,7 @@ func startRelay(t *testing.T, ctx context.Context) (client, far *net.TCPConn, do
 	b, far := tcpPair(t)
 	done = make(chan relayResult, 1)
 	go func() {
-		n, err := relay(ctx, a, b, "client", "far")
+		n, err := relay(ctx, a, b, "client", "far", nil, BytesOut)
 		done <- relayResult{n, err}
 	}()
 	return client, far, done
@@ -162,7 +162,7 @@ func TestRelayWithoutCloseWrite(t *testing.T) {
 	b, far := net.Pipe()
 	done := make(chan relayResult, 1)
 	go func() {
-		n, err := relay(t.Context(), a, b, "client", "far")
+		n, err := relay(t.Context(), a, b, "client", "far", nil, BytesOut)
 		done <- relayResult{n, err}
 	}()
 	go func() {

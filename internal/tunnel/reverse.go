@@ -1,0 +1,256 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sshx"
+)
+
+// Reverse carries connections the job makes on its compute node to
+// endpoints in the cluster (SPEC S5).
+//
+// Once NodeFile names the node (it is polled, and a change is followed), a
+// session is made to the node's own sshd through the login node, with the
+// host keys of both checked. It makes sure the socket directory exists,
+// owner-only, and asks the sshd for one remote unix-socket forward per
+// endpoint, at SocketDir/rev-<ListenPort>.sock; each connection arriving
+// there is dialled to the endpoint's Host:Port in the cluster.
+//
+// A holder command keeps the session while the directory (the same one:
+// a requeue recreates it under the same path) and every socket exist; it
+// writes to its channel each second, so that it also ends on the node when
+// the connection drops. When the holder ends or the connection breaks, the
+// connection is closed, which takes the forwards down, and made again after
+// a backoff, growing with each attempt that fails. A host key that does
+// not match is logged at error level once per series of failures, given to
+// OnHostKeyError, and retried only after BackoffMax.
+type Reverse struct {
+	// Hop reaches the login node and the compute nodes. Required.
+	Hop *Hop
+	// NodeFile names the job's compute node (ReadNode). Required.
+	NodeFile string
+	// SocketDir is the pod's socket directory on the node,
+	// <SocketDirRoot>/<pod uid>: an absolute path. Required.
+	SocketDir string
+	// Endpoints are the forwards, at least one, with distinct listen
+	// ports.
+	Endpoints []Endpoint
+	// Dial opens connections to the endpoints in the cluster, each within
+	// the Hop's timeout. If nil, a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Log receives the tunnel's events. If nil, slog.Default().
+	Log *slog.Logger
+	// Metrics counts connections, bytes, reconnects and failed dials. If
+	// nil, nothing is counted.
+	Metrics *Metrics
+	// BackoffMin and BackoffMax bound the wait after a failed attempt or a
+	// lost session. If zero, 500ms and 1m.
+	BackoffMin, BackoffMax time.Duration
+	// PollInterval is the time between reads of NodeFile. If zero, 1s.
+	PollInterval time.Duration
+	// KeepAliveInterval and KeepAliveTimeout pace the keepalives of the
+	// SSH connection to the node and bound their answer. If zero, 15s and
+	// 15s.
+	KeepAliveInterval, KeepAliveTimeout time.Duration
+	// OnHostKeyError is called with the error of each attempt that failed
+	// on a host key, of the login node or of the compute node (the error
+	// wraps an *sshx.HostKeyError). If nil, the error is only logged.
+	OnHostKeyError func(error)
+	// OnState is called with true when the forwards are held and with
+	// false when they are lost (or Run ends while they are held), on each
+	// change only. It is called from Run's goroutine and should not block
+	// for long. If nil, nothing is called.
+	OnState func(up bool)
+}
+
+// stableSession is how long a session must have held for the failures
+// before it to be forgotten: one that breaks sooner backs off further.
+const stableSession = 10 * time.Second
+
+// Run holds the forwards until ctx ends; it returns nil then, once every
+// connection has been closed. An invalid Reverse is the only error.
+func (r *Reverse) Run(ctx context.Context) error {
+	if err := r.check(); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	log := r.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("socket_dir", r.SocketDir)
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	changed := make(chan struct{}, 1)
+	w := &nodeWatch{file: r.NodeFile, every: orDefault(r.PollInterval, time.Second), log: log}
+	w.onChange = func(string) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	w.poll()
+	wg.Go(func() { w.run(ctx) })
+
+	s := &reverseState{r: r, log: log}
+	defer func() {
+		s.set(false)
+		log.Info("reverse tunnel stopped")
+	}()
+	for ctx.Err() == nil {
+		node := w.node()
+		if node == "" {
+			log.Info("reverse tunnel waiting for the node")
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			}
+			continue
+		}
+		wait, nodeChanged := s.attempt(ctx, node, changed)
+		if nodeChanged {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+			// The new node may well answer: no backoff.
+			s.failures, s.alarmed = 0, false
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
+
+func (r *Reverse) check() error {
+	switch {
+	case r.Hop == nil:
+		return errors.New("no hop")
+	case r.NodeFile == "":
+		return errors.New("no node file")
+	case len(r.Endpoints) == 0:
+		return errors.New("no endpoint")
+	case r.BackoffMin < 0 || r.BackoffMax < 0 || r.PollInterval < 0 || r.KeepAliveInterval < 0 || r.KeepAliveTimeout < 0:
+		return errors.New("durations must not be negative")
+	case r.BackoffMax != 0 && r.BackoffMax < orDefault(r.BackoffMin, 500*time.Millisecond):
+		return fmt.Errorf("backoff max %v is below backoff min", r.BackoffMax)
+	}
+	seen := map[int]bool{}
+	for _, e := range r.Endpoints {
+		if err := e.check(); err != nil {
+			return err
+		}
+		if seen[e.ListenPort] {
+			return fmt.Errorf("endpoint %s: listen port %d listed twice", e, e.ListenPort)
+		}
+		seen[e.ListenPort] = true
+	}
+	return checkSocketDir(r.SocketDir, r.Endpoints)
+}
+
+// reverseState is what Run knows across sessions. Its fields are Run's
+// goroutine's, but for those under mu, which the connections share.
+type reverseState struct {
+	r        *Reverse
+	log      *slog.Logger
+	up       bool // the forwards are held
+	everUp   bool // a session was up before: the next one is a reconnect
+	failures int  // sessions in a row that failed or did not hold long
+	alarmed  bool // a host key error was logged in this series
+	attempts int
+
+	mu          sync.Mutex
+	unreachable map[int]bool // listen ports whose last dial failed
+}
+
+// attempt makes one session to node and holds it until it ends, ctx ends
+// or the node changes (reported by nodeChanged); it returns the wait
+// before the next attempt.
+func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan struct{}) (wait time.Duration, nodeChanged bool) {
+	s.attempts++
+	sctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-changed:
+			stop(errNodeChanged)
+		case <-sctx.Done():
+		}
+	}()
+	log := s.log.With("node", node, "attempt", s.attempts)
+	var heldAt time.Time
+	err := s.session(sctx, node, log, func() {
+		heldAt = time.Now()
+		s.set(true)
+		if s.everUp {
+			s.r.Metrics.Reconnect()
+		}
+		log.Info("reverse tunnel up", "endpoints", len(s.r.Endpoints), "reconnect", s.everUp)
+		s.everUp = true
+	})
+	wasUp := s.up
+	s.set(false)
+	switch {
+	case ctx.Err() != nil:
+		return 0, false
+	case errors.Is(context.Cause(sctx), errNodeChanged):
+		s.failures, s.alarmed = 0, false
+		if wasUp {
+			log.Info("reverse tunnel down: the node changed")
+		}
+		return 0, true
+	}
+	if wasUp && time.Since(heldAt) >= stableSession {
+		s.failures = 0
+	}
+	s.failures++
+	backMax := orDefault(s.r.BackoffMax, time.Minute)
+	var keyErr *sshx.HostKeyError
+	if errors.As(err, &keyErr) {
+		if s.r.OnHostKeyError != nil {
+			s.r.OnHostKeyError(err)
+		}
+		if !s.alarmed {
+			s.alarmed = true
+			log.Error("host key rejected: not connecting (a man-in-the-middle, or wrong pinned host keys)",
+				"host", keyErr.Host, "retry_in", backMax, "err", err)
+		} else {
+			log.Debug("host key rejected", "host", keyErr.Host, "retry_in", backMax)
+		}
+		return backMax, false
+	}
+	s.alarmed = false
+	wait = backoffAfter(s.failures, orDefault(s.r.BackoffMin, 500*time.Millisecond), backMax)
+	if wasUp {
+		log.Warn("reverse tunnel down", "held", time.Since(heldAt).Round(time.Millisecond), "retry_in", wait, "err", err)
+	} else {
+		log.Warn("reverse connect failed", "failures", s.failures, "retry_in", wait, "err", err)
+	}
+	return wait, false
+}
+
+// set records whether the forwards are held, telling Metrics and OnState
+// of a change.
+func (s *reverseState) set(up bool) {
+	if s.up == up {
+		return
+	}
+	s.up = up
+	s.r.Metrics.SetUp(up)
+	if s.r.OnState != nil {
+		s.r.OnState(up)
+	}
+}
+
+// errNodeChanged ends a session whose node is no longer the job's.
+var errNodeChanged = errors.New("the node changed")
