@@ -1,0 +1,273 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/sluice-hpc/sluice/internal/tunnel"
+)
+
+// Modes, the subcommands that run a tunnel.
+const (
+	modeForward = "forward"
+	modeReverse = "reverse"
+)
+
+// config is a tunnel's command line, parsed and checked, before any file is
+// read (load reads them).
+type config struct {
+	mode string
+
+	login           string // host:port of the login node's sshd
+	user            string
+	keyFile         string
+	loginKnownHosts string
+	nodeKnownHosts  string
+	nodeFile        string
+	nodePort        int
+	metrics         string // host:port to serve /metrics on; "" for none
+	logFormat       string // "json" or "text"
+	logLevel        slog.Level
+
+	// forward
+	target tunnel.Target
+	ports  []int
+	listen string // IP address; "" for all
+
+	// reverse
+	socketDir string
+	endpoints []tunnel.Endpoint
+}
+
+// maxSocketPath is the longest path of a unix socket (sun_path holds 108
+// bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// parseArgs parses the flags of mode (modeForward or modeReverse) and checks
+// them. It returns flag.ErrHelp for -h and --help.
+func parseArgs(mode string, args []string) (*config, error) {
+	c := &config{mode: mode, nodePort: 22}
+	fs, raw := flagSet(mode, c, io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (all settings are --flags)", fs.Arg(0))
+	}
+	if err := c.check(raw); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// rawFlags holds the flags that are checked after parsing, as given.
+type rawFlags struct {
+	login, metrics, target, listen, level string
+	nodePort                              portValue
+	ports                                 portList
+	endpoints                             endpointList
+}
+
+// flagSet defines the flags of mode, filling c and raw, writing its usage to
+// out.
+func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
+	fs := flag.NewFlagSet("sluice-tunnel "+mode, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {}
+	raw := &rawFlags{nodePort: 22}
+	fs.StringVar(&raw.login, "login", "", "the login node's sshd, HOST:PORT (PORT defaults to 22) (required)")
+	fs.StringVar(&c.user, "user", "", "the site account to log in as, on the login node and the compute node (required)")
+	fs.StringVar(&c.keyFile, "key", "", "the account's private key file, unencrypted (required)")
+	fs.StringVar(&c.loginKnownHosts, "login-known-hosts", "", "known_hosts file pinning the login node's host key (required)")
+	fs.StringVar(&c.nodeKnownHosts, "node-known-hosts", "", "known_hosts file pinning the compute nodes' host keys (required)")
+	fs.StringVar(&c.nodeFile, "node-file", "", "file naming the job's compute node, empty until it is known; read again every second (required)")
+	fs.Var(&raw.nodePort, "node-port", "`PORT` of the compute nodes' sshd")
+	fs.StringVar(&raw.metrics, "metrics", "", "ADDR:PORT to serve /metrics and /healthz on, ADDR an IP address or empty for all (default: no metrics)")
+	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or text")
+	fs.StringVar(&raw.level, "log-level", "info", "log level: debug, info, warn or error")
+	switch mode {
+	case modeForward:
+		fs.StringVar(&raw.target, "target", string(tunnel.TargetNode), "where the ports are dialed: node (the node's sshd dials its loopback) or login (the login node dials NODE:PORT)")
+		fs.Var(&raw.ports, "ports", "the job's TCP ports to forward, `P[,P...]` (required)")
+		fs.StringVar(&raw.listen, "listen", "", "IP address to listen on (default: all addresses)")
+	case modeReverse:
+		fs.StringVar(&c.socketDir, "socket-dir", "", "the pod's socket directory on the compute node, an absolute path (required)")
+		fs.Var(&raw.endpoints, "forward", "a cluster endpoint, `LISTENPORT=HOST:PORT`: the job's rev-LISTENPORT.sock leads to HOST:PORT (repeatable; at least one)")
+	}
+	return fs, raw
+}
+
+// check fills c from raw and checks every flag, naming the flag that is
+// wrong.
+func (c *config) check(raw *rawFlags) error {
+	var errs []error
+	fail := func(flag string, err error) { errs = append(errs, fmt.Errorf("--%s: %w", flag, err)) }
+	required := func(flag, v string) bool {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("--%s is required", flag))
+			return false
+		}
+		return true
+	}
+
+	if required("login", raw.login) {
+		login, err := parseHostPort(raw.login, 22)
+		if err != nil {
+			fail("login", err)
+		}
+		c.login = login
+	}
+	if required("user", c.user) {
+		if err := checkUser(c.user); err != nil {
+			fail("user", err)
+		}
+	}
+	required("key", c.keyFile)
+	required("login-known-hosts", c.loginKnownHosts)
+	required("node-known-hosts", c.nodeKnownHosts)
+	required("node-file", c.nodeFile)
+	c.nodePort = int(raw.nodePort)
+	if raw.metrics != "" {
+		addr, err := parseListenAddr(raw.metrics)
+		if err != nil {
+			fail("metrics", err)
+		}
+		c.metrics = addr
+	}
+	if c.logFormat != "json" && c.logFormat != "text" {
+		fail("log-format", fmt.Errorf("%q: want json or text", c.logFormat))
+	}
+	if err := c.logLevel.UnmarshalText([]byte(raw.level)); err != nil {
+		fail("log-level", fmt.Errorf("%q: want debug, info, warn or error", raw.level))
+	}
+
+	switch c.mode {
+	case modeForward:
+		errs = append(errs, c.checkForward(raw)...)
+	case modeReverse:
+		errs = append(errs, c.checkReverse(raw)...)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *config) checkForward(raw *rawFlags) []error {
+	var errs []error
+	switch t := tunnel.Target(raw.target); t {
+	case tunnel.TargetNode, tunnel.TargetLogin:
+		c.target = t
+	default:
+		errs = append(errs, fmt.Errorf("--target: %q: want node or login", raw.target))
+	}
+	c.ports = raw.ports
+	if len(c.ports) == 0 {
+		errs = append(errs, errors.New("--ports is required"))
+	} else if err := distinct(c.ports); err != nil {
+		errs = append(errs, fmt.Errorf("--ports: %w", err))
+	}
+	if raw.listen != "" {
+		if err := checkListenIP(raw.listen); err != nil {
+			errs = append(errs, fmt.Errorf("--listen: %w", err))
+		}
+		c.listen = raw.listen
+	}
+	if port, clash := c.metricsClash(); clash {
+		errs = append(errs, fmt.Errorf("--metrics: port %d is also a forwarded port (--ports)", port))
+	}
+	return errs
+}
+
+// metricsClash reports whether the metrics server would listen on a port
+// and address the forward listens on too.
+func (c *config) metricsClash() (int, bool) {
+	if c.metrics == "" {
+		return 0, false
+	}
+	host, port, err := net.SplitHostPort(c.metrics)
+	if err != nil {
+		return 0, false
+	}
+	p, _ := strconv.Atoi(port)
+	for _, fp := range c.ports {
+		if fp == p && overlap(host, c.listen) {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// overlap reports whether listening on a and on b (IP addresses, "" for
+// all) would take the same address.
+func overlap(a, b string) bool {
+	all := func(s string) bool {
+		ip, err := netip.ParseAddr(s)
+		return s == "" || err == nil && ip.IsUnspecified()
+	}
+	if all(a) || all(b) {
+		return true
+	}
+	ia, _ := netip.ParseAddr(a)
+	ib, _ := netip.ParseAddr(b)
+	return ia.Unmap() == ib.Unmap()
+}
+
+func (c *config) checkReverse(raw *rawFlags) []error {
+	var errs []error
+	if c.socketDir == "" {
+		errs = append(errs, errors.New("--socket-dir is required"))
+	} else if err := checkSocketDir(c.socketDir); err != nil {
+		errs = append(errs, fmt.Errorf("--socket-dir: %w", err))
+	}
+	c.endpoints = raw.endpoints
+	if len(c.endpoints) == 0 {
+		errs = append(errs, errors.New("--forward is required (at least one LISTENPORT=HOST:PORT)"))
+	}
+	listen := make([]int, len(c.endpoints))
+	for i, e := range c.endpoints {
+		listen[i] = e.ListenPort
+	}
+	if err := distinct(listen); err != nil {
+		errs = append(errs, fmt.Errorf("--forward: listen %w", err))
+	}
+	return errs
+}
+
+// checkSocketDir accepts an absolute, clean path of printable characters
+// short enough for the sockets rev-<port>.sock in it.
+func checkSocketDir(dir string) error {
+	switch {
+	case !filepath.IsAbs(dir):
+		return fmt.Errorf("%q is not an absolute path", dir)
+	case filepath.Clean(dir) != dir:
+		return fmt.Errorf("%q is not a clean path (want %q)", dir, filepath.Clean(dir))
+	case dir == "/":
+		return errors.New("the root directory is not a socket directory")
+	case strings.IndexFunc(dir, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) >= 0:
+		return fmt.Errorf("%q holds a space or a control character", dir)
+	case len(dir)+len("/rev-65535.sock") > maxSocketPath:
+		return fmt.Errorf("%q is too long: the socket paths in it would pass the %d-byte limit of unix sockets", dir, maxSocketPath)
+	}
+	return nil
+}
+
+// checkUser accepts a user name for SSH: printable, no spaces, not starting
+// with '-', at most 256 bytes.
+func checkUser(u string) error {
+	switch {
+	case len(u) > 256:
+		return errors.New("longer than 256 bytes")
+	case strings.HasPrefix(u, "-"):
+		return fmt.Errorf("%q starts with '-'", u)
+	case strings.IndexFunc(u, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) >= 0:
+		return fmt.Errorf("%q holds a space or a control character", u)
+	}
+	return nil
+}

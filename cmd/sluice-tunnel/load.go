@@ -1,0 +1,46 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/sluice-hpc/sluice/internal/sshx"
+	"github.com/sluice-hpc/sluice/internal/tunnel"
+	"golang.org/x/crypto/ssh"
+)
+
+// loadHop reads the files c names (the key, both known_hosts files, the
+// node file) and returns the hop to the site. Any of them missing or
+// unusable is a configuration error naming its flag.
+func loadHop(c *config) (*tunnel.Hop, error) {
+	var errs []error
+	signer, err := sshx.Signer(c.keyFile)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--key: %w", err))
+	}
+	loginKeys, err := sshx.HostKeys(c.loginKnownHosts)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--login-known-hosts: %w", err))
+	}
+	nodeKeys, err := sshx.HostKeys(c.nodeKnownHosts)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--node-known-hosts: %w", err))
+	}
+	// The node file's content changes with the job (and is checked each
+	// time it is read); the file itself must be there from the start.
+	if _, err := os.ReadFile(c.nodeFile); err != nil {
+		errs = append(errs, fmt.Errorf("--node-file: %w", err))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &tunnel.Hop{
+		LoginAddr:     c.login,
+		User:          c.user,
+		Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		LoginHostKeys: loginKeys,
+		NodeHostKeys:  nodeKeys,
+		NodePort:      c.nodePort,
+	}, nil
+}

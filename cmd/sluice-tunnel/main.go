@@ -1,0 +1,163 @@
+// Command sluice-tunnel is the program of a shadow pod's tunnel containers
+// (SPEC S3-S5): it carries connections between the cluster and an offloaded
+// job over SSH, through the site's login node, with the host key of every
+// hop checked against a pinned known_hosts file.
+//
+//	sluice-tunnel forward --login=HOST:PORT --user=U --key=FILE
+//	    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
+//	    --ports=P[,P...] [--target=node|login] [--listen=ADDR]
+//	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
+//	sluice-tunnel reverse --login=HOST:PORT --user=U --key=FILE
+//	    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
+//	    --socket-dir=DIR --forward=LISTENPORT=HOST:PORT [--forward=...]
+//	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
+//	sluice-tunnel version
+//
+// forward listens on each of the job's ports and carries each connection to
+// the job's compute node; reverse holds one remote forward per endpoint on
+// the compute node, a unix socket rev-LISTENPORT.sock in the socket
+// directory, and dials HOST:PORT in the cluster for each connection. Both
+// follow the node named in the node file. A site that cannot be reached or
+// a host key that does not match is logged and retried, never fatal.
+// --metrics serves /metrics (Prometheus) and /healthz.
+//
+// Logs are JSON lines on standard error unless --log-format=text.
+//
+// Exit status:
+//
+//	0  stopped by SIGTERM or SIGINT (connections are closed first)
+//	1  could not start: a port or the metrics address cannot be listened on
+//	2  usage or configuration: a flag missing or malformed, a file missing or unusable
+//
+// Build a static binary (as the image does, build/sluice-tunnel/Containerfile):
+//
+//	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(git describe --tags --always)" -o sluice-tunnel ./cmd/sluice-tunnel
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+const (
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, a second one kills at once.
+	context.AfterFunc(ctx, stop)
+	code := cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// cli runs the command line args until ctx ends and returns the exit status.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch cmd := args[0]; cmd {
+	case "version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "sluice-tunnel version: unexpected argument %q\n", args[1])
+			return exitUsage
+		}
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	case modeForward, modeReverse:
+		return runMode(ctx, cmd, args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "sluice-tunnel: unknown command %q\n\n", cmd)
+		usage(stderr)
+		return exitUsage
+	}
+}
+
+// runMode parses the flags of mode, loads its files and runs the tunnel.
+func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.Writer) int {
+	c, err := parseArgs(mode, args)
+	if errors.Is(err, flag.ErrHelp) {
+		modeUsage(stdout, mode)
+		return 0
+	}
+	if err != nil {
+		printErr(stderr, mode, err)
+		fmt.Fprintf(stderr, "run 'sluice-tunnel %s -h' for usage\n", mode)
+		return exitUsage
+	}
+	hop, err := loadHop(c)
+	if err != nil {
+		printErr(stderr, mode, err)
+		return exitUsage
+	}
+	log := newLogger(stderr, c.logFormat, c.logLevel, mode)
+	if err := run(ctx, c, hop, log); err != nil {
+		log.Error("tunnel failed to start", "err", err)
+		return exitFailed
+	}
+	return 0
+}
+
+// printErr writes err, one line per joined error, each prefixed with the
+// command.
+func printErr(w io.Writer, mode string, err error) {
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		fmt.Fprintf(w, "sluice-tunnel %s: %s\n", mode, line)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: sluice-tunnel forward|reverse [flags]
+       sluice-tunnel version
+
+  forward  listen on the job's ports and carry each connection to its compute node
+  reverse  hold the job's endpoint sockets on its compute node and dial them in the cluster
+  version  print the version
+
+Run 'sluice-tunnel forward -h' or 'sluice-tunnel reverse -h' for the flags.
+
+Exit status: 0 stopped by SIGTERM or SIGINT; 1 could not start (an address
+cannot be listened on); 2 usage or configuration error.
+`)
+}
+
+func modeUsage(w io.Writer, mode string) {
+	switch mode {
+	case modeForward:
+		fmt.Fprint(w, `usage: sluice-tunnel forward --login=HOST:PORT --user=U --key=FILE
+    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
+    --ports=P[,P...] [--target=node|login] [--listen=ADDR] [--node-port=22]
+    [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
+
+Listens on each port and carries each connection over SSH through the login
+node to the job's compute node (named in --node-file, followed as it changes).
+
+`)
+	case modeReverse:
+		fmt.Fprint(w, `usage: sluice-tunnel reverse --login=HOST:PORT --user=U --key=FILE
+    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
+    --socket-dir=DIR --forward=LISTENPORT=HOST:PORT [--forward=...]
+    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
+
+Holds a session to the job's compute node (named in --node-file) with one
+remote forward per endpoint, the unix socket DIR/rev-LISTENPORT.sock, and
+dials HOST:PORT in the cluster for each connection arriving there.
+
+`)
+	}
+	fs, _ := flagSet(mode, &config{}, w)
+	fs.PrintDefaults()
+}

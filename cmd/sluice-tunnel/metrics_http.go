@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// newRegistry returns a private registry holding the Go runtime and process
+// collectors; the tunnel adds its own metrics.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// metricsHandler serves /metrics from reg and /healthz, which answers 200
+// "ok" while the process runs (a liveness probe: a tunnel that is down is
+// retried, not restarted; sluice_tunnel_up tells whether it is up).
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+// metricsServer serves metricsHandler on a listener bound at start-up, so
+// that a taken address is an error before the tunnel starts.
+type metricsServer struct {
+	srv *http.Server
+	ln  net.Listener
+	log *slog.Logger
+}
+
+// listenMetrics binds addr for the metrics of reg.
+func listenMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &metricsServer{
+		srv: &http.Server{
+			Handler:           metricsHandler(reg),
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
+		ln:  ln,
+		log: log,
+	}, nil
+}
+
+// Addr returns the address the server listens on.
+func (m *metricsServer) Addr() net.Addr { return m.ln.Addr() }
+
+// Run serves until ctx ends, then shuts the server down, giving requests in
+// flight a few seconds. A failure to serve is logged, not fatal: the tunnel
+// goes on without its metrics.
+func (m *metricsServer) Run(ctx context.Context) {
+	m.log.Info("metrics listening", "addr", m.ln.Addr().String())
+	served := make(chan error, 1)
+	go func() { served <- m.srv.Serve(m.ln) }()
+	select {
+	case err := <-served:
+		m.log.Error("metrics server stopped", "err", err)
+		return
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := m.srv.Shutdown(shutCtx); err != nil {
+		m.srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		m.log.Warn("metrics server stopped", "err", err)
+	}
+}
