@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,9 @@ type Client struct {
 	noAcct atomic.Bool
 	// lastMalformed holds, by command, the last malformed output logged.
 	lastMalformed sync.Map
+	// relays holds the relay binaries placed on the site, by SHA-256.
+	relayMu sync.Mutex
+	relays  map[[sha256.Size]byte]*relayPlacement
 }
 
 // JobID is a Slurm job ID.

@@ -45,6 +45,9 @@ type Job struct {
 	Flags []string
 	// PreExec runs in the batch script before any container.
 	PreExec string
+	// Reverse is the job's side of a reverse tunnel; nil for none. Its
+	// snippet runs before PreExec.
+	Reverse *ReverseJob
 
 	// Files are written into the job directory before submission:
 	// volume contents and per-container environment files.

@@ -37,7 +37,9 @@ type ScriptOptions struct {
 //   - names the job after the pod UID, sends its own output to job.out, runs
 //     in the job directory, carries "<namespace>/<name>" as its comment, and
 //     asks for the job's resources and extra flags in #SBATCH lines;
-//   - writes job.id; runs the pre-exec snippet as it is (eval), in the
+//   - writes job.id; for a job with a reverse tunnel (Job.Reverse), makes
+//     its socket directory, starts its relay and waits for the tunnel (see
+//     ReverseJob); runs the pre-exec snippet as it is (eval), in the
 //     script's own shell rather than a subshell, so that what it exports
 //     (modules, APPTAINER_BIND) reaches the containers; a non-zero status
 //     fails the job; makes the job's directories;
@@ -73,7 +75,8 @@ type scriptData struct {
 	NeedsUser            bool   // ch-run needs USER
 	Dirs                 []string
 	Init, Containers     []containerData
-	ExitFiles            []string // job.exit and every container's, removed at start
+	ExitFiles            []string     // job.exit and every container's, removed at start
+	Reverse              *reverseData // the reverse tunnel, nil for none
 
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
@@ -85,7 +88,9 @@ type containerData struct {
 	EnvFile string // absolute, or empty
 	Dir     string // the directory the script enters, for RuntimeNone
 	Runtime bool   // Argv follows "$sluice_runtime"
-	Argv    []string
+	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b) before Argv.
+	HostsBind bool
+	Argv      []string
 }
 
 func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
@@ -107,24 +112,27 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
 		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""),
+		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
+	hostsBind := d.Reverse != nil && d.Reverse.BindChRun
 	d.ExitFiles = append(d.ExitFiles, jobExit)
 	for i := range job.Init {
-		d.Init = append(d.Init, newContainerData(&job.Init[i], opts))
+		d.Init = append(d.Init, newContainerData(&job.Init[i], opts, hostsBind))
 		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name))
 	}
 	for i := range job.Containers {
-		d.Containers = append(d.Containers, newContainerData(&job.Containers[i], opts))
+		d.Containers = append(d.Containers, newContainerData(&job.Containers[i], opts, hostsBind))
 		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Containers[i].Name))
 	}
 	return d, nil
 }
 
-func newContainerData(c *Container, opts ScriptOptions) containerData {
+func newContainerData(c *Container, opts ScriptOptions, hostsBind bool) containerData {
 	d := containerData{
-		Name:    c.Name,
-		Runtime: opts.Runtime != RuntimeNone,
-		Argv:    opts.Runtime.argv(c, opts.JobDir),
+		Name:      c.Name,
+		Runtime:   opts.Runtime != RuntimeNone,
+		HostsBind: hostsBind,
+		Argv:      opts.Runtime.argv(c, opts.JobDir),
 	}
 	if c.EnvFile != "" {
 		d.EnvFile = opts.JobDir + "/" + c.EnvFile
@@ -179,6 +187,9 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 	}
 	if strings.ContainsRune(job.PreExec, 0) {
 		return errors.New("pre-exec holds a NUL byte")
+	}
+	if job.Reverse != nil {
+		return job.Reverse.check(job.UID)
 	}
 	return nil
 }

@@ -1,0 +1,218 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/relay"
+)
+
+// ReverseJob is the job's side of a reverse tunnel (SPEC S5). The batch
+// script of a job that has one (templates/reverse.sh.tmpl), before the pod's
+// pre-exec snippet:
+//
+//   - fails at once, with a message saying so, when SocketDirRoot is empty
+//     or not a directory the job's user can use;
+//   - makes the pod's socket directory <SocketDirRoot>/<pod uid>, drwx------
+//     and owned by the job's user, afresh (one left by an earlier run on the
+//     node, as after a requeue, is removed first, so that no stale socket
+//     stands for the tunnel);
+//   - writes a copy of the node's /etc/hosts that maps Names to Addr, in
+//     node-local temporary space (mktemp in ${TMPDIR:-/tmp});
+//   - starts the relay (RelayPath) on Addr and Ports, and waits up to
+//     Timeout for its rev-relay.ready and for every rev-<port>.sock of the
+//     tunnel, failing the job with a message naming what is missing, or with
+//     the relay's own message when it exits first (a port taken).
+//
+// After the pre-exec snippet, so that binds it sets are kept, the hosts copy
+// is bound over the containers' /etc/hosts: through APPTAINER_BIND (which
+// starts from SINGULARITY_BIND when only that is set), or ch-run's -b; the
+// none runtime cannot remap /etc/hosts and writes a warning instead. When
+// the job ends the relay is stopped and the socket directory removed.
+type ReverseJob struct {
+	// Addr is the IPv4 loopback address the relay holds, not 127.0.0.1.
+	Addr netip.Addr
+	// Ports are the ports the relay listens on: the listen ports of the
+	// pod's reverse forwards. At least one, each once.
+	Ports []uint16
+	// Names are the host names the job asked for, mapped to Addr in its
+	// /etc/hosts. localhost and IP addresses have no place here.
+	Names []string
+	// SocketDirRoot is the site's node-local directory of socket
+	// directories. If empty, the job fails at start saying so.
+	SocketDirRoot string
+	// RelayPath is the relay binary on the site (see Client.PlaceRelay).
+	RelayPath string
+	// Timeout bounds the wait for the relay and the tunnel. If zero, 120s.
+	Timeout time.Duration
+}
+
+// DefaultReverseTimeout is how long a job waits for its relay and tunnel
+// when ReverseJob.Timeout is zero.
+const DefaultReverseTimeout = 120 * time.Second
+
+// maxSocketPath is the longest path a unix socket may have on Linux
+// (sizeof(sun_path) - 1).
+const maxSocketPath = 107
+
+// longestSocketName is the longest name of a tunnel socket.
+var longestSocketName = relay.SocketName(65535)
+
+// NewReverseJob is the job side of the reverse tunnel a pod asks for: its
+// relay address, the listen ports of its forwards and the names to map (its
+// forwards' hosts but for IP addresses and localhost, once each). It
+// returns nil when r is nil or has no forwards.
+func NewReverseJob(r *annotations.Reverse, socketDirRoot, relayPath string) *ReverseJob {
+	if r == nil || len(r.Forwards) == 0 {
+		return nil
+	}
+	rj := &ReverseJob{Addr: r.Bind, SocketDirRoot: socketDirRoot, RelayPath: relayPath}
+	for _, f := range r.Forwards {
+		rj.Ports = append(rj.Ports, uint16(f.ListenPort))
+		if !f.IsIP() && !isLocalhost(f.Host) && !slices.Contains(rj.Names, f.Host) {
+			rj.Names = append(rj.Names, f.Host)
+		}
+	}
+	return rj
+}
+
+func isLocalhost(name string) bool { return strings.EqualFold(name, "localhost") }
+
+// CheckSocketDirRoot checks a site's SocketDirRoot: a clean absolute path of
+// letters, digits and ._/@+=_- (it reaches ssh -R, where ':' separates),
+// short enough that every socket of a pod with uid fits in a unix socket
+// address. An empty root passes: the job then fails at start, saying so.
+func CheckSocketDirRoot(root, uid string) error {
+	if root == "" {
+		return nil
+	}
+	if !safePath.MatchString(root) || path.Clean(root) != root || root == "/" {
+		return fmt.Errorf("socket directory root %q must be a clean absolute path of letters, digits and ._/@+=_-", root)
+	}
+	if n := len(root) + 1 + len(uid) + 1 + len(longestSocketName); n > maxSocketPath {
+		return fmt.Errorf("socket directory root %q is too long: the sockets of pod %s would have %d-byte paths, over the %d a unix socket allows",
+			root, uid, n, maxSocketPath)
+	}
+	return nil
+}
+
+// check checks everything of r that reaches the batch script.
+func (r *ReverseJob) check(uid string) error {
+	a := r.Addr.Unmap()
+	switch {
+	case !a.Is4() || !a.IsLoopback():
+		return fmt.Errorf("reverse tunnel: relay address %v is not an IPv4 loopback address", r.Addr)
+	case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
+		return errors.New("reverse tunnel: relay address 127.0.0.1 is shared by every user of the node")
+	case len(r.Ports) == 0:
+		return errors.New("reverse tunnel: no ports")
+	case r.Timeout < 0:
+		return fmt.Errorf("reverse tunnel: negative timeout %v", r.Timeout)
+	}
+	seen := make(map[uint16]bool, len(r.Ports))
+	for _, p := range r.Ports {
+		if p == 0 || seen[p] {
+			return fmt.Errorf("reverse tunnel: port %d is zero or given twice", p)
+		}
+		seen[p] = true
+	}
+	for _, n := range r.Names {
+		if err := checkHostName(n); err != nil {
+			return fmt.Errorf("reverse tunnel: %w", err)
+		}
+	}
+	if err := CheckSocketDirRoot(r.SocketDirRoot, uid); err != nil {
+		return fmt.Errorf("reverse tunnel: %w", err)
+	}
+	if !safePath.MatchString(r.RelayPath) || path.Clean(r.RelayPath) != r.RelayPath {
+		return fmt.Errorf("reverse tunnel: relay path %q must be a clean absolute path of letters, digits and ._/@+=_-", r.RelayPath)
+	}
+	return nil
+}
+
+// checkHostName checks a name for /etc/hosts: dot-separated labels of
+// letters, digits and hyphens, at most 253 characters, and not localhost
+// (which stays the node's).
+func checkHostName(n string) error {
+	if len(n) > 253 || isLocalhost(n) {
+		return fmt.Errorf("host name %q cannot be mapped", n)
+	}
+	for _, l := range strings.Split(n, ".") {
+		if !dnsLabel.MatchString(strings.ToLower(l)) || len(l) > 63 {
+			return fmt.Errorf("host name %q is not a DNS name", n)
+		}
+	}
+	return nil
+}
+
+// reverseData fills templates/reverse.sh.tmpl.
+type reverseData struct {
+	Root    string // may be empty: the script then fails at start
+	UID     string
+	Relay   string
+	Addr    string
+	Ports   string   // comma-separated, as --ports takes them
+	Sockets []string // rev-<port>.sock, in the order of Ports
+	Ready   string
+	Timeout int64 // seconds
+	// Hosts are the lines added to the hosts copy, "ADDR name"; empty when
+	// the job asked for no names (or the runtime cannot bind the copy).
+	Hosts []string
+	Names string // the names, for messages
+	// How the hosts copy reaches the containers (at most one is set).
+	BindEnv   bool // APPTAINER_BIND
+	BindChRun bool // ch-run -b on each container line
+	NoRemap   bool // the none runtime: a warning
+}
+
+func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
+	if r == nil {
+		return nil
+	}
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = DefaultReverseTimeout
+	}
+	addr := r.Addr.Unmap().String()
+	d := &reverseData{
+		Root: r.SocketDirRoot, UID: uid, Relay: r.RelayPath, Addr: addr,
+		Ready:   relay.ReadyFile,
+		Timeout: int64((timeout + time.Second - 1) / time.Second),
+	}
+	ports := make([]string, 0, len(r.Ports))
+	for _, p := range r.Ports {
+		ports = append(ports, strconv.Itoa(int(p)))
+		d.Sockets = append(d.Sockets, relay.SocketName(p))
+	}
+	d.Ports = strings.Join(ports, ",")
+	var names []string
+	for _, n := range r.Names {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return d
+	}
+	d.Names = strings.Join(names, " ")
+	switch rt {
+	case RuntimeApptainer, RuntimeSingularity:
+		d.BindEnv = true
+	case RuntimeCharliecloud:
+		d.BindChRun = true
+	default:
+		d.NoRemap = true
+		return d
+	}
+	for _, n := range names {
+		d.Hosts = append(d.Hosts, addr+" "+n)
+	}
+	return d
+}
