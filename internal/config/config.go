@@ -83,7 +83,15 @@ type SSH struct {
 	ForwardTarget        string  `yaml:"ForwardTarget"`
 	ReplicateCredentials bool    `yaml:"ReplicateCredentials"`
 	Reverse              Reverse `yaml:"Reverse"`
+
+	// TunnelImage is the container image of the shadows' tunnel containers
+	// (sluice-tunnel). If empty, DefaultTunnelImage.
+	TunnelImage string `yaml:"TunnelImage"`
 }
+
+// DefaultTunnelImage is the tunnel image shadows run when
+// Network.SSH.TunnelImage is not set.
+const DefaultTunnelImage = "ghcr.io/sluice-hpc/sluice-tunnel:latest"
 
 // Reverse configures the reverse tunnel (job → cluster).
 type Reverse struct {
@@ -152,6 +160,9 @@ func (c *Config) Default() {
 	}
 	if s.ForwardTarget == "" {
 		s.ForwardTarget = "node"
+	}
+	if s.TunnelImage == "" {
+		s.TunnelImage = DefaultTunnelImage
 	}
 	if s.Reverse.Sshd == "" {
 		s.Reverse.Sshd = "node"

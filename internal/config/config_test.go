@@ -46,6 +46,45 @@ func TestDefaults(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("got defaults %v; want %v", got, want)
 	}
+	if h.TunnelImage != "ghcr.io/sluice-hpc/sluice-tunnel:latest" {
+		t.Errorf("got TunnelImage %q; want ghcr.io/sluice-hpc/sluice-tunnel:latest", h.TunnelImage)
+	}
+}
+
+func TestTunnelImage(t *testing.T) {
+	tests := []struct {
+		image string
+		ok    bool
+	}{
+		{"ghcr.io/sluice-hpc/sluice-tunnel:v1.2.3", true},
+		{"sluice-tunnel", true},
+		{"localhost:5000/sluice/tunnel:dev", true},
+		{"registry.example.org/a/b/c@sha256:" + strings.Repeat("ab", 32), true},
+		{"ghcr.io/sluice-hpc/sluice-tunnel:v1@sha256:" + strings.Repeat("0f", 32), true},
+		{"Sluice/Tunnel", false},
+		{"sluice tunnel", false},
+		{"sluice-tunnel:", false},
+		{"-sluice", false},
+		{"ghcr.io/sluice-hpc/sluice-tunnel:latest\n", false},
+		{"/usr/local/bin/sluice-tunnel", false},
+		{"sluice-tunnel@sha256:abc", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.image, func(t *testing.T) {
+			src := strings.Replace(minimal, "    User: alice\n", "    User: alice\n    TunnelImage: \""+tt.image+"\"\n", 1)
+			c, err := Parse([]byte(src))
+			switch {
+			case tt.ok && err != nil:
+				t.Fatalf("Parse: %v", err)
+			case tt.ok && c.Network.SSH.TunnelImage != tt.image:
+				t.Errorf("got TunnelImage %q; want %q", c.Network.SSH.TunnelImage, tt.image)
+			case !tt.ok && err == nil:
+				t.Errorf("Parse accepted TunnelImage %q; want an error", tt.image)
+			case !tt.ok && !strings.Contains(err.Error(), "Network.SSH.TunnelImage"):
+				t.Errorf("got error %q; want it to name Network.SSH.TunnelImage", err)
+			}
+		})
+	}
 }
 
 func TestRejected(t *testing.T) {

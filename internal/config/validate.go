@@ -15,6 +15,15 @@ import (
 
 var userName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
 
+// imageRef is the grammar of a container image reference
+// ([registry[:port]/]path[:tag][@digest]), as container registries read it.
+var imageRef = regexp.MustCompile(`^` +
+	`(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?/)?` + // registry
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` + // path
+	`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?` + // tag
+	`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?` + // digest
+	`$`)
+
 // Validate checks every key and reports each one at fault by its full name,
 // for example "Network.SSH.Port: must be 1-65535, got 0".
 func (c *Config) Validate() error {
@@ -81,6 +90,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	oneOf(bad, "Network.SSH.ForwardTarget", h.ForwardTarget, "node", "login")
+	if !imageRef.MatchString(h.TunnelImage) || len(h.TunnelImage) > 4096 {
+		bad("Network.SSH.TunnelImage", "must be an image reference such as %s, got %q", DefaultTunnelImage, h.TunnelImage)
+	}
 	oneOf(bad, "Network.SSH.Reverse.Sshd", h.Reverse.Sshd, "node", "userspace")
 	oneOf(bad, "Network.SSH.Reverse.NodeExec", h.Reverse.NodeExec, "ssh", "srun")
 	c.Node.validate(bad)

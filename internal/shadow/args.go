@@ -1,0 +1,127 @@
+package shadow
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// podIPEnv is the variable every tunnel container gets its pod's IP in; the
+// kubelet expands $(POD_IP) in the arguments.
+const podIPEnv = "POD_IP"
+
+// commonArgs are the flags both tunnel commands start with: how to reach
+// the login node and, through it, the compute node named in the node file.
+func (s Spec) commonArgs() []string {
+	return []string{
+		"--login=" + s.loginAddr(),
+		"--user=" + s.User,
+		"--key=" + path.Join(mountSSH, keyPrivate),
+		"--login-known-hosts=" + path.Join(mountLoginHosts, keyKnownHosts),
+		"--node-known-hosts=" + path.Join(mountNodeHosts, keyKnownHosts),
+		"--node-file=" + path.Join(mountNode, NodeKey),
+	}
+}
+
+// forwardArgs are the arguments of `sluice-tunnel forward` for the ports
+// the job exposes.
+func (s Spec) forwardArgs(ports []int32, metrics int32) []string {
+	list := make([]string, len(ports))
+	for i, p := range ports {
+		list[i] = strconv.Itoa(int(p))
+	}
+	args := append([]string{"forward"}, s.commonArgs()...)
+	return append(args,
+		"--target="+s.ForwardTarget,
+		"--ports="+strings.Join(list, ","),
+		"--listen=$("+podIPEnv+")",
+		"--metrics="+metricsAddr(metrics),
+	)
+}
+
+// reverseArgs are the arguments of `sluice-tunnel reverse` for the pod uid
+// and its forwards, whose Dial is already qualified for the shadow's
+// namespace.
+func (s Spec) reverseArgs(uid string, forwards []annotations.Forward, metrics int32) []string {
+	args := append([]string{"reverse"}, s.commonArgs()...)
+	args = append(args, "--socket-dir="+path.Join(s.SocketDirRoot, uid))
+	for _, f := range forwards {
+		args = append(args, "--forward="+strconv.Itoa(f.ListenPort)+"="+f.Dial)
+	}
+	return append(args, "--metrics="+metricsAddr(metrics))
+}
+
+func metricsAddr(port int32) string {
+	return "$(" + podIPEnv + "):" + strconv.Itoa(int(port))
+}
+
+// tunnelContainer is a tunnel container running the image with args, with
+// the credentials and the node file mounted and POD_IP set.
+func (s Spec) tunnelContainer(name string, args []string, ports []corev1.ContainerPort) corev1.Container {
+	no := false
+	return corev1.Container{
+		Name:  name,
+		Image: s.TunnelImage,
+		Args:  args,
+		Ports: ports,
+		Env: []corev1.EnvVar{{
+			Name: podIPEnv,
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+				APIVersion: "v1",
+				FieldPath:  "status.podIP",
+			}},
+		}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: volSSH, MountPath: mountSSH, ReadOnly: true},
+			{Name: volLoginHosts, MountPath: mountLoginHosts, ReadOnly: true},
+			{Name: volNodeHosts, MountPath: mountNodeHosts, ReadOnly: true},
+			{Name: volNode, MountPath: mountNode, ReadOnly: true},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &no,
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
+// holdContainer keeps running a shadow that has nothing else to run once
+// its kept init containers are done.
+func (s Spec) holdContainer() corev1.Container {
+	no := false
+	return corev1.Container{
+		Name:  ContainerHold,
+		Image: s.TunnelImage,
+		Args:  []string{"hold"},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &no,
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
+// tunnelVolumes are the volumes of the tunnel containers: the key, both
+// known_hosts and the node ConfigMap of the shadow name.
+func (s Spec) tunnelVolumes(name string) []corev1.Volume {
+	keyMode := int32(0o400)
+	return []corev1.Volume{
+		{Name: volSSH, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  s.KeySecret,
+			Items:       []corev1.KeyToPath{{Key: keyPrivate, Path: keyPrivate}},
+			DefaultMode: &keyMode,
+		}}},
+		{Name: volLoginHosts, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.LoginHostKeys},
+			Items:                []corev1.KeyToPath{{Key: keyKnownHosts, Path: keyKnownHosts}},
+		}}},
+		{Name: volNodeHosts, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.NodeHostKeys},
+			Items:                []corev1.KeyToPath{{Key: keyKnownHosts, Path: keyKnownHosts}},
+		}}},
+		{Name: volNode, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: NodeConfigMap(name)},
+		}}},
+	}
+}

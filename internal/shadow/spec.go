@@ -1,0 +1,131 @@
+package shadow
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Spec is what shadows are made of: the site's login node and account, the
+// names of the credentials, the tunnel image and where the shadows live.
+type Spec struct {
+	// NodeName is the virtual node's name (label sluice.io/node).
+	NodeName string
+	// LoginHost and LoginPort are the login node's sshd; User is the site
+	// account.
+	LoginHost string
+	LoginPort int
+	User      string
+	// KeySecret is the Secret holding the private key (key ssh-privatekey);
+	// LoginHostKeys and NodeHostKeys the ConfigMaps holding the known_hosts
+	// of the login node and of the compute nodes (key known_hosts). The
+	// shadows read them in their own namespace.
+	KeySecret     string
+	LoginHostKeys string
+	NodeHostKeys  string
+	// ForwardTarget is "node" or "login" (Network.SSH.ForwardTarget).
+	ForwardTarget string
+	// TunnelImage runs the tunnel containers.
+	TunnelImage string
+	// SocketDirRoot is the node-local directory of the per-pod socket
+	// directories. Needed by shadows with a reverse tunnel.
+	SocketDirRoot string
+	// TenantNamespace confines the node: every shadow lives there, and the
+	// Manager touches no other namespace.
+	TenantNamespace string
+	// ReplicateCredentials copies KeySecret, LoginHostKeys and NodeHostKeys
+	// from CredentialsNamespace into each shadow namespace.
+	ReplicateCredentials bool
+	// CredentialsNamespace holds the original credentials: the virtual
+	// kubelet's own namespace. Needed with ReplicateCredentials.
+	CredentialsNamespace string
+}
+
+// SpecFrom takes a Spec from the virtual kubelet's configuration (defaults
+// filled) and the namespace its credentials live in.
+func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
+	h := c.Network.SSH
+	return Spec{
+		NodeName:             c.NodeName,
+		LoginHost:            h.LoginHost,
+		LoginPort:            h.Port,
+		User:                 h.User,
+		KeySecret:            h.KeySecret,
+		LoginHostKeys:        h.LoginHostKeys,
+		NodeHostKeys:         h.NodeHostKeys,
+		ForwardTarget:        h.ForwardTarget,
+		TunnelImage:          h.TunnelImage,
+		SocketDirRoot:        c.Site.SocketDirRoot,
+		TenantNamespace:      c.Network.TenantNamespace,
+		ReplicateCredentials: h.ReplicateCredentials,
+		CredentialsNamespace: credentialsNamespace,
+	}
+}
+
+// Validate checks s, naming each field at fault.
+func (s Spec) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("shadow spec: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	label := func(field, v string, required bool) {
+		if v == "" && !required {
+			return
+		}
+		if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
+			bad(field, "%q: %s", v, strings.Join(msgs, "; "))
+		}
+	}
+	subdomain := func(field, v string) {
+		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
+			bad(field, "%q: %s", v, strings.Join(msgs, "; "))
+		}
+	}
+	if msgs := validation.IsValidLabelValue(s.NodeName); s.NodeName == "" || len(msgs) > 0 {
+		bad("NodeName", "%q is not a label value", s.NodeName)
+	}
+	if net.ParseIP(s.LoginHost) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(s.LoginHost))) > 0 {
+		bad("LoginHost", "%q is not a host name or IP address", s.LoginHost)
+	}
+	if s.LoginPort < 1 || s.LoginPort > 65535 {
+		bad("LoginPort", "must be 1-65535, got %d", s.LoginPort)
+	}
+	if s.User == "" || strings.ContainsAny(s.User, " \t\n=\"'$`\\") {
+		bad("User", "%q is not a user name", s.User)
+	}
+	subdomain("KeySecret", s.KeySecret)
+	subdomain("LoginHostKeys", s.LoginHostKeys)
+	subdomain("NodeHostKeys", s.NodeHostKeys)
+	if s.ForwardTarget != "node" && s.ForwardTarget != "login" {
+		bad("ForwardTarget", "must be node or login, got %q", s.ForwardTarget)
+	}
+	if strings.TrimSpace(s.TunnelImage) != s.TunnelImage || s.TunnelImage == "" {
+		bad("TunnelImage", "%q is not an image", s.TunnelImage)
+	}
+	if s.SocketDirRoot != "" && (!path.IsAbs(s.SocketDirRoot) || path.Clean(s.SocketDirRoot) != s.SocketDirRoot ||
+		strings.ContainsAny(s.SocketDirRoot, " \t\n=")) {
+		bad("SocketDirRoot", "%q is not a clean absolute path", s.SocketDirRoot)
+	}
+	label("TenantNamespace", s.TenantNamespace, false)
+	if s.ReplicateCredentials {
+		label("CredentialsNamespace", s.CredentialsNamespace, true)
+		// Copying from another namespace needs rights there: a confined
+		// node has rights in its tenant namespace only.
+		if s.TenantNamespace != "" && s.CredentialsNamespace != s.TenantNamespace {
+			bad("ReplicateCredentials", "a node confined to namespace %s cannot copy credentials from namespace %s; create them in %s",
+				s.TenantNamespace, s.CredentialsNamespace, s.TenantNamespace)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loginAddr is the login node's host:port.
+func (s Spec) loginAddr() string {
+	return net.JoinHostPort(s.LoginHost, strconv.Itoa(s.LoginPort))
+}
