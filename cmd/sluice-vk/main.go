@@ -22,6 +22,8 @@ func main() {
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
+	namespace := flag.String("namespace", os.Getenv("POD_NAMESPACE"), "the virtual kubelet's namespace, holding the credentials shadows copy; if empty, default")
+	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site; if empty, sluice-relay beside this executable")
 	flag.Parse()
 
 	var lvl slog.Level
@@ -37,16 +39,16 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *configFile, *kubeconfig, log); err != nil {
+	if err := run(ctx, *configFile, vk.Options{Kubeconfig: *kubeconfig, Logger: log, Namespace: *namespace, RelayBinary: *relayBinary}); err != nil {
 		log.Error("sluice-vk: exiting", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, configFile, kubeconfig string, log *slog.Logger) error {
+func run(ctx context.Context, configFile string, opts vk.Options) error {
 	cfg, err := config.Load(configFile)
 	if err != nil {
 		return err
 	}
-	return vk.Run(ctx, cfg, vk.Options{Kubeconfig: kubeconfig, Logger: log})
+	return vk.Run(ctx, cfg, opts)
 }

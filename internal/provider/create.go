@@ -85,7 +85,15 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	p.mu.Lock()
 	pod := st.pod.DeepCopy()
 	p.mu.Unlock()
-	job, err := slurm.FromPod(ctx, pod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime})
+	jobPod, r, err := p.prepareShadow(ctx, st, pod)
+	if r != nil {
+		p.refuse(st, r)
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	job, err := slurm.FromPod(ctx, jobPod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime})
 	var perr *slurm.PodError
 	if errors.As(err, &perr) {
 		p.refuse(st, podRefusal(perr))
@@ -93,6 +101,9 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	}
 	if err != nil {
 		return false, &waitError{reason: reasonConfigError, err: err}
+	}
+	if job.Reverse, err = p.reverseJob(ctx, pod); err != nil {
+		return false, err
 	}
 	adopted := hasFinalizer(pod)
 	if !adopted {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"github.com/sluice-hpc/sluice/internal/shadow"
 
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,11 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 		}
 	}
 	p.terminate(st)
+	if p.cfg.Shadows != nil && shadow.Wanted(pod) {
+		if !p.retry(ctx, "delete the shadow", pod, func() error { return p.cfg.Shadows.Delete(ctx, pod) }) {
+			return
+		}
+	}
 	if mayHaveJob {
 		if !p.retry(ctx, "remove", pod, func() error { return p.cfg.Jobs.Remove(ctx, ref) }) {
 			return

@@ -8,6 +8,7 @@ import (
 const (
 	EventSubmitted     = "Submitted"
 	EventAdopted       = "Adopted"
+	EventShadowCreated = "ShadowCreated"
 	EventRunning       = "Running"
 	EventRequeued      = "Requeued"
 	EventSucceeded     = "Succeeded"

@@ -30,6 +30,7 @@ type fakeJobs struct {
 	cancelErrs  []error // returned by the next Cancel calls, in order
 	jobs        map[string]slurm.JobID
 	submits     int
+	lastJob     *slurm.Job
 	statuses    map[string]slurm.Status // by UID
 	statusCalls [][]slurm.JobRef
 	cancels     []slurm.JobRef
@@ -49,6 +50,7 @@ func (f *fakeJobs) Submit(_ context.Context, job *slurm.Job) (slurm.JobID, error
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.submits++
+	f.lastJob = job
 	if len(f.submitErrs) > 0 {
 		err := f.submitErrs[0]
 		f.submitErrs = f.submitErrs[1:]

@@ -63,6 +63,14 @@ type Config struct {
 	// Reverse is what the node can give a pod asking for a reverse tunnel
 	// (S5); a pod asking for more is refused (S6).
 	Reverse annotations.SiteRules
+	// Shadows makes the cluster side of pods that expose ports or ask for
+	// a reverse tunnel (S3). If nil, no shadow is made.
+	Shadows Shadows
+	// Relay places the relay binary on the site and returns its path there
+	// (slurm.Client.PlaceRelay); needed by pods with a reverse tunnel.
+	Relay func(ctx context.Context) (string, error)
+	// SocketDirRoot is Site.SocketDirRoot, for the reverse tunnel's jobs.
+	SocketDirRoot string
 	// Metrics registers the provider's Prometheus metrics. If nil, none.
 	Metrics prometheus.Registerer
 	// SubmitWorkers bounds the submissions in flight. If zero, 4.
@@ -166,6 +174,7 @@ func (p *Provider) Run(ctx context.Context) error {
 	if err := p.adopt(ctx); err != nil {
 		return err
 	}
+	p.cleanOrphans(ctx)
 	p.pollLoop(ctx)
 	return nil
 }

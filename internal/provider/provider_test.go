@@ -195,11 +195,19 @@ func TestRetiredAnnotationsAreIgnored(t *testing.T) {
 	}
 	h := newHarness(t, func(c *Config) {
 		c.Reverse = annotations.SiteRules{ReverseEnabled: true, ShadowModeSSH: true, TunnelEnabled: true}
+		c.Relay = func(context.Context) (string, error) { return "/data/.bin/sluice-relay-0123", nil }
+		c.SocketDirRoot = "/tmp/sluice"
 	}, pod)
 	if err := h.p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatalf("CreatePod: %v", err)
 	}
 	h.waitEvent("Normal Submitted submitted as Slurm job")
+	h.jobs.mu.Lock()
+	defer h.jobs.mu.Unlock()
+	rev := h.jobs.lastJob.Reverse
+	if rev == nil || rev.RelayPath != "/data/.bin/sluice-relay-0123" || rev.SocketDirRoot != "/tmp/sluice" || len(rev.Ports) != 1 || rev.Ports[0] != 6379 {
+		t.Errorf("got job reverse %+v; want the relay, the socket root and port 6379", rev)
+	}
 }
 
 func TestSubmitRetriesUntilTheSiteAnswers(t *testing.T) {

@@ -30,6 +30,8 @@ type podState struct {
 	finalizer bool
 	// last is the job status last seen, to tell transitions apart.
 	last slurm.Status
+	// shadow: the pod has a shadow (S3) that follows its node.
+	shadow bool
 	// waitMsg is the last reason a submission waits for, to record an
 	// Event once per new reason.
 	waitMsg string

@@ -99,6 +99,9 @@ func (p *Provider) update(st *podState, js slurm.Status) {
 	pod := st.pod.DeepCopy()
 	p.mu.Unlock()
 	p.transitionEvents(pod, prev, js)
+	if js.BatchHost != "" && js.BatchHost != prev.BatchHost && !st.final {
+		p.followNode(st, js.BatchHost)
+	}
 	if changed {
 		p.push(st)
 	}

@@ -54,6 +54,12 @@ type Options struct {
 	// WrapJobs, if set, wraps the Slurm client the provider uses (a
 	// benchmark counts the calls).
 	WrapJobs func(provider.Jobs) provider.Jobs
+	// Namespace is the virtual kubelet's own namespace, where the
+	// credentials that shadows copy live. If empty, default.
+	Namespace string
+	// RelayBinary is the sluice-relay binary placed on the site for jobs
+	// with a reverse tunnel. If empty, sluice-relay beside the executable.
+	RelayBinary string
 }
 
 // informerResync is how often the pod informer resyncs.
@@ -135,7 +141,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		defer ms.ln.Close()
 		reg = ms.reg
 	}
+	shadowManager, err := shadows(cfg, opts, client, recorder, log)
+	if err != nil {
+		return err
+	}
 	prov, err := provider.New(provider.Config{
+		Shadows: shadowManager, Relay: relayPlacer(opts, slurmClient), SocketDirRoot: cfg.Site.SocketDirRoot,
 		NodeName: cfg.NodeName, Jobs: jobs, Runtime: slurmClient.Runtime,
 		Client: client, Pods: podInformer.Lister(), Recorder: recorder,
 		InternalIP: cfg.Node.InternalIP, PollInterval: cfg.Site.PollInterval,

@@ -1,0 +1,154 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// Shadows is the cluster side of an offloaded pod (S3); *shadow.Manager
+// implements it.
+type Shadows interface {
+	Ensure(ctx context.Context, pod *corev1.Pod) (*shadow.Ref, error)
+	SetNode(ctx context.Context, pod *corev1.Pod, node string) error
+	PodIP(ctx context.Context, pod *corev1.Pod) (string, error)
+	ShadowPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+	Delete(ctx context.Context, pod *corev1.Pod) error
+	CleanOrphans(ctx context.Context, live func(uid string) bool) (int, error)
+}
+
+var _ Shadows = (*shadow.Manager)(nil)
+
+// Reasons a submission waits for the shadow.
+const (
+	reasonShadowError    = "ShadowError"
+	reasonKeptInitWaits  = "WaitingForKeptInitContainers"
+	reasonRelayNotPlaced = "RelayNotPlaced"
+)
+
+// prepareShadow makes the pod's shadow when it needs one, gives the pod the
+// shadow's address, and waits until the kept init containers have
+// completed. It returns the pod as the job sees it (kept containers
+// removed), or a refusal, or an error to wait on.
+func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.Pod) (*corev1.Pod, *refusal, error) {
+	if p.cfg.Shadows == nil || !shadow.Wanted(pod) {
+		return pod, nil, nil
+	}
+	ref, err := p.cfg.Shadows.Ensure(ctx, pod)
+	var perr *shadow.PodError
+	var aref *annotations.Refusal
+	switch {
+	case errors.As(err, &perr):
+		return nil, &refusal{reason: ReasonRefused, field: perr.Field, rule: perr.Reason}, nil
+	case errors.As(err, &aref):
+		return nil, &refusal{reason: string(aref.Reason), field: "metadata.annotations[" + aref.Annotation + "]", rule: ruleOf(aref)}, nil
+	case err != nil:
+		return nil, nil, &waitError{reason: reasonShadowError, err: fmt.Errorf("shadow: %w", err)}
+	}
+	p.mu.Lock()
+	first := !st.shadow
+	st.shadow = ref != nil
+	p.mu.Unlock()
+	if ref != nil && first {
+		p.event(pod, corev1.EventTypeNormal, EventShadowCreated, "shadow %s/%s ready for the tunnel (forward %t, reverse %t)", ref.Namespace, ref.Name, ref.Forward, ref.Reverse)
+	}
+	if ip, err := p.cfg.Shadows.PodIP(ctx, pod); err == nil && ip != "" {
+		p.setPodIP(st, ip)
+	}
+	if len(shadow.KeptInit(pod)) > 0 {
+		sp, err := p.cfg.Shadows.ShadowPod(ctx, pod)
+		if err != nil {
+			return nil, nil, &waitError{reason: reasonShadowError, err: fmt.Errorf("shadow pod: %w", err)}
+		}
+		done := false
+		if sp != nil {
+			if done, err = shadow.KeptInitDone(sp); err != nil {
+				return nil, &refusal{reason: ReasonRefused, field: "metadata.annotations[interlink.eu/disable-offload-init-containers]", rule: err.Error()}, nil
+			}
+		}
+		if !done {
+			return nil, nil, &waitError{reason: reasonKeptInitWaits, err: errors.New("the kept init containers run in the shadow first")}
+		}
+	}
+	return shadow.Offloaded(pod), nil, nil
+}
+
+// setPodIP gives the pod the shadow's address (S3) and pushes it.
+func (p *Provider) setPodIP(st *podState, ip string) {
+	p.mu.Lock()
+	changed := st.pod.Status.PodIP != ip
+	st.pod.Status.PodIP = ip
+	st.pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	p.mu.Unlock()
+	if changed {
+		p.push(st)
+	}
+}
+
+// reverseJob is the job side of the pod's reverse tunnel, or nil.
+func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.ReverseJob, error) {
+	r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID))
+	if err != nil || r == nil || len(r.Forwards) == 0 {
+		return nil, err
+	}
+	if p.cfg.Relay == nil {
+		return nil, errors.New("no relay binary to place on the site")
+	}
+	path, err := p.cfg.Relay(ctx)
+	if err != nil {
+		return nil, &waitError{reason: reasonRelayNotPlaced, err: fmt.Errorf("place the relay: %w", err)}
+	}
+	return slurm.NewReverseJob(r, p.cfg.SocketDirRoot, path), nil
+}
+
+// followNode tells the shadow the node the job runs on, so that the tunnel
+// follows a requeue.
+func (p *Provider) followNode(st *podState, node string) {
+	p.mu.Lock()
+	has := st.shadow
+	pod := st.pod.DeepCopy()
+	p.mu.Unlock()
+	if !has || p.cfg.Shadows == nil {
+		return
+	}
+	p.background(func(ctx context.Context) {
+		p.retry(ctx, "set the shadow's node", pod, func() error {
+			if p.isDeleting(st) {
+				return nil
+			}
+			return p.cfg.Shadows.SetNode(ctx, pod, node)
+		})
+	})
+}
+
+// cleanOrphans removes the shadows of pods no longer on the node.
+func (p *Provider) cleanOrphans(ctx context.Context) {
+	if p.cfg.Shadows == nil {
+		return
+	}
+	list, err := p.cfg.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", p.cfg.NodeName).String(),
+	})
+	if err != nil {
+		p.log.Warn("provider: orphan shadows not cleaned", "error", err)
+		return
+	}
+	live := map[string]bool{}
+	for _, pod := range list.Items {
+		live[string(pod.UID)] = true
+	}
+	n, err := p.cfg.Shadows.CleanOrphans(ctx, func(uid string) bool { return live[uid] })
+	if err != nil {
+		p.log.Warn("provider: orphan shadows not cleaned", "error", err)
+	}
+	if n > 0 {
+		p.log.Info("provider: orphan shadows removed", "objects", n)
+	}
+}
