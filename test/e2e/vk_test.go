@@ -45,6 +45,7 @@ type env struct {
 	ns         string
 	image      string
 	vk         *vkProcess
+	vkArgs     []string
 }
 
 var (
@@ -89,6 +90,15 @@ func suffix() string {
 // stops the virtual kubelet and deletes the node and the namespace.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, "", nil)
+}
+
+// newEnvWith is newEnv with network appended to the configuration's
+// Network section (indented by four spaces under SSH) and vkArgs added to
+// sluice-vk's command line; setup runs once the namespace exists, before
+// sluice-vk starts.
+func newEnvWith(t *testing.T, network string, setup func(e *env)) *env {
+	t.Helper()
 	rig := testrig.Load(t)
 	kubeconfig, ok := lookup("RIG_KUBECONFIG")
 	if !ok {
@@ -120,12 +130,12 @@ Network:
     User: %s
     KeyFile: %s
     KnownHostsFile: %s
-Node:
+%sNode:
   InternalIP: 127.0.0.1
   KubeletAPI:
     Listen: 127.0.0.1:0
 `, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"), rig.Get(t, "RIG_LOGIN_ADDR"),
-		rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"), rig.Get(t, "RIG_KEY"), rig.Get(t, "RIG_KNOWN_HOSTS"))
+		rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"), rig.Get(t, "RIG_KEY"), rig.Get(t, "RIG_KNOWN_HOSTS"), network)
 	cfg, err := config.Parse([]byte(cfgText))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -141,6 +151,9 @@ Node:
 	ctx := context.Background()
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
+	}
+	if setup != nil {
+		setup(e)
 	}
 	e.vk = e.startVK()
 	t.Cleanup(func() {
@@ -210,7 +223,8 @@ func (e *env) startVK() *vkProcess {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config", e.cfgFile, "--kubeconfig", e.kubeconfig, "--log-level", "info")
+	args := append([]string{"--config", e.cfgFile, "--kubeconfig", e.kubeconfig, "--log-level", "info"}, e.vkArgs...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start sluice-vk: %v", err)

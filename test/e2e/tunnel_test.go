@@ -1,0 +1,256 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/test/hostnode"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var (
+	binMu sync.Mutex
+	bins  = map[string]string{}
+)
+
+// buildBin builds a static binary of pkg (relative to the repository) once
+// per test binary.
+func buildBin(t *testing.T, pkg string) string {
+	t.Helper()
+	binMu.Lock()
+	defer binMu.Unlock()
+	if b, ok := bins[pkg]; ok {
+		return b
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	dir, err := os.MkdirTemp("", "sluice-e2e-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	bins[pkg] = out
+	return out
+}
+
+// Credential names of the tunnel's configuration.
+const (
+	keySecret     = "hpc-ssh-key"
+	loginHostKeys = "hpc-known-hosts"
+	nodeHostKeys  = "hpc-node-keys"
+)
+
+// newTunnelEnv is an env whose node makes shadows (forward and reverse),
+// with the credentials in its namespace and the rig's host node running
+// the shadow pods with the sluice-tunnel built here.
+func newTunnelEnv(t *testing.T) *env {
+	t.Helper()
+	network := fmt.Sprintf(`    KeySecret: %s
+    LoginHostKeys: %s
+    NodeHostKeys: %s
+    ReplicateCredentials: true
+    Reverse:
+      Enabled: true
+  EnableTunnel: true
+  ShadowMode: ssh
+`, keySecret, loginHostKeys, nodeHostKeys)
+	relay := buildBin(t, "./cmd/sluice-relay")
+	return newEnvWith(t, network, func(e *env) {
+		e.vkArgs = []string{"--namespace", e.ns, "--relay-binary", relay}
+		e.credentials()
+		e.startHostNode()
+	})
+}
+
+// credentials stores alice's key and the pinned known_hosts in the
+// namespace, as a site administrator would.
+func (e *env) credentials() {
+	ctx := context.Background()
+	read := func(key string) []byte {
+		b, err := os.ReadFile(e.rig.Get(e.t, key))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return b
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: keySecret}, Data: map[string][]byte{"ssh-privatekey": read("RIG_KEY")}}
+	if _, err := e.client.CoreV1().Secrets(e.ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create secret: %v", err)
+	}
+	for name, key := range map[string]string{loginHostKeys: "RIG_KNOWN_HOSTS", nodeHostKeys: "RIG_NODE_KNOWN_HOSTS"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"known_hosts": string(read(key))}}
+		if _, err := e.client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			e.t.Fatalf("create configmap: %v", err)
+		}
+	}
+	redis := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "redis"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "redis", Port: 6379}}},
+	}
+	if _, err := e.client.CoreV1().Services("default").Create(ctx, redis, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatalf("create service redis: %v", err)
+	}
+	e.t.Cleanup(func() {
+		_ = e.client.CoreV1().Namespaces().Delete(context.Background(), e.ns+shadow.ShadowSuffix, metav1.DeleteOptions{})
+	})
+}
+
+// startHostNode runs the rig's host node for the shadow pods until the test ends.
+func (e *env) startHostNode() {
+	bin := buildBin(e.t, "./test/hostnode/cmd/sluice-hostnode")
+	tunnel := buildBin(e.t, "./cmd/sluice-tunnel")
+	name := e.node + "-host"
+	logFile := filepath.Join(e.t.TempDir(), "hostnode.log")
+	f, err := os.Create(logFile)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	redisAddr := e.rig.Get(e.t, "RIG_REDIS_ADDR")
+	cmd := exec.Command(bin, "--node-name", name, "--kubeconfig", e.kubeconfig,
+		"--image", "ghcr.io/sluice-hpc/sluice-tunnel:latest="+tunnel,
+		"--backend", "default/redis:6379="+redisAddr,
+		"--backend", "default/kubernetes:443=127.0.0.1:6443",
+		"--state-dir", filepath.Join(e.t.TempDir(), "hostnode"))
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("start sluice-hostnode: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = e.client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		if e.t.Failed() {
+			if b, err := os.ReadFile(logFile); err == nil {
+				e.t.Logf("sluice-hostnode:\n%s", b)
+			}
+		}
+	})
+}
+
+// TestShadowForwardAndReverse: a pod with an HTTP server on the node's
+// loopback and a reverse forward to Redis gets a shadow; a cluster client
+// reaches the server through the shadow's Service (the pod's IP), and the
+// job reaches Redis by name through the reverse tunnel.
+func TestShadowForwardAndReverse(t *testing.T) {
+	e := newTunnelEnv(t)
+	script := `busybox httpd -f -p 127.0.0.1:8080 -h /etc &
+i=0
+while [ $i -lt 60 ]; do
+	if out=$(printf 'PING\r\n' | busybox nc redis.default 6379); then
+		echo "redis says $out"
+		break
+	fi
+	i=$((i + 1))
+	sleep 1
+done
+sleep 45
+`
+	pod := e.pod("tunnels", script)
+	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis.default:6379"}
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	created := e.create(pod)
+
+	ctx := context.Background()
+	shadowNS := e.ns + shadow.ShadowSuffix
+	name := shadow.Name(created)
+	var svc *corev1.Service
+	e.waitFor("the shadow Service", 60*time.Second, func() bool {
+		s, err := e.client.CoreV1().Services(shadowNS).Get(ctx, name, metav1.GetOptions{})
+		svc = s
+		return err == nil && s.Spec.ClusterIP != ""
+	})
+	got := e.waitPod("tunnels", "Running with the shadow's address", 120*time.Second, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP == svc.Spec.ClusterIP
+	})
+	e.waitEvent(got, "ShadowCreated")
+
+	// the job reaches Redis by name through the reverse tunnel
+	e.waitFor("+PONG in the pod's logs", 90*time.Second, func() bool {
+		// the container waits for the tunnel: until then its log is not there
+		b, err := e.client.CoreV1().Pods(e.ns).GetLogs("tunnels", &corev1.PodLogOptions{}).DoRaw(ctx)
+		return err == nil && strings.Contains(string(b), "redis says +PONG")
+	})
+
+	// a cluster client reaches the job's server through the shadow
+	cip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, ok := hostnode.ServiceAddr(cip)
+	if !ok {
+		t.Fatalf("no host node address for ClusterIP %s", cip)
+	}
+	var body string
+	e.waitFor("the job's HTTP server through the shadow", 60*time.Second, func() bool {
+		body, err = httpGet(net.JoinHostPort(addr.String(), "8080"), "/hosts")
+		return err == nil && strings.Contains(body, "redis.default")
+	})
+	t.Logf("GET /hosts through the shadow: %q", firstLine(body))
+
+	// deleting the pod deletes its shadow
+	if err := e.client.CoreV1().Pods(e.ns).Delete(ctx, "tunnels", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the shadow deleted with its pod", 90*time.Second, func() bool {
+		_, err := e.client.AppsV1().Deployments(shadowNS).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// httpGet sends one HTTP/1.0 GET and returns the whole answer.
+func httpGet(addr, path string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.0\r\n\r\n", path); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	if !strings.HasPrefix(b.String(), "HTTP/1.") {
+		return b.String(), fmt.Errorf("no HTTP answer: %q", b.String())
+	}
+	return b.String(), sc.Err()
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
