@@ -56,6 +56,7 @@ func TestCLI(t *testing.T) {
 		{"unknown command", []string{"forwards"}, 2, nil, []string{`unknown command "forwards"`, "usage:"}, true},
 		{"version", []string{"version"}, 0, []string{"sluice-tunnel ", "go1."}, nil, true},
 		{"version argument", []string{"version", "x"}, 2, nil, []string{`unexpected argument "x"`}, true},
+		{"hold argument", []string{"hold", "x"}, 2, nil, []string{`sluice-tunnel hold: unexpected argument "x"`}, true},
 		{"help", []string{"help"}, 0, []string{"usage: sluice-tunnel forward|reverse", "Exit status"}, nil, true},
 		{"--help", []string{"--help"}, 0, []string{"usage: sluice-tunnel forward|reverse"}, nil, true},
 		{"forward help", []string{"forward", "-h"}, 0, []string{"usage: sluice-tunnel forward", "-ports P[,P...]", "-target string", "-login string"}, nil, true},
@@ -255,5 +256,20 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", limit, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestHoldUntilStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- cli(ctx, []string{"hold"}, io.Discard, io.Discard) }()
+	select {
+	case code := <-done:
+		t.Fatalf("hold returned %d before it was stopped", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("hold: exit status %d after the stop; want 0", code)
 	}
 }

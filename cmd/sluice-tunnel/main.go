@@ -79,6 +79,16 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case modeForward, modeReverse:
 		return runMode(ctx, cmd, args[1:], stdout, stderr)
+	case "hold":
+		// The container of a shadow that has only kept init containers:
+		// it keeps the shadow pod running, and does nothing, until told
+		// to stop.
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "sluice-tunnel hold: unexpected argument %q\n", args[1])
+			return exitUsage
+		}
+		<-ctx.Done()
+		return 0
 	default:
 		fmt.Fprintf(stderr, "sluice-tunnel: unknown command %q\n\n", cmd)
 		usage(stderr)
@@ -121,10 +131,11 @@ func printErr(w io.Writer, mode string, err error) {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: sluice-tunnel forward|reverse [flags]
-       sluice-tunnel version
+       sluice-tunnel hold | version
 
   forward  listen on the job's ports and carry each connection to its compute node
   reverse  hold the job's endpoint sockets on its compute node and dial them in the cluster
+  hold     do nothing until stopped (the shadow of a pod with only kept init containers)
   version  print the version
 
 Run 'sluice-tunnel forward -h' or 'sluice-tunnel reverse -h' for the flags.
