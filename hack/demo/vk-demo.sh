@@ -11,11 +11,13 @@ set -a
 # shellcheck source=/dev/null
 . "${rig_env}"
 set +a
-command -v kubectl >/dev/null || { echo "demo: kubectl is needed to show the pod" >&2; exit 1; }
+# The rig's own kubectl, built once at the control plane's release (a
+# kubectl on the PATH may be outside the version skew).
+kubectl_bin="$("$(dirname "$0")/../tools/build.sh" kubectl)" || { echo "demo: cannot build kubectl" >&2; exit 1; }
 
 node=hpc-rig
 work="$(mktemp -d)"
-k() { kubectl --kubeconfig "${RIG_KUBECONFIG}" "$@"; }
+k() { "${kubectl_bin}" --kubeconfig "${RIG_KUBECONFIG}" "$@"; }
 step() { printf '\n==> %s\n' "$*"; }
 
 vk_pid=

@@ -5,9 +5,9 @@
 # kept, so only the first build on a machine pays (kube: 12+ minutes cold on
 # 2 cores).
 #
-#   build.sh [kube|etcd]...   build what is missing (default: both); prints
+#   build.sh [kube|etcd|kubectl]...  build what is missing (default: kube, etcd); prints
 #                             each binary's path on stdout, progress on stderr
-#   build.sh path kube|etcd   prints the binary's path without building
+#   build.sh path TOOL        prints the binary's path without building
 #
 # Cache: ${SLUICE_TOOLS_CACHE:-/var/cache/sluice}/kube-v1.37.2/kube,
 #        .../etcd-v3.6.16/etcd (versions from the tools modules' go.mod).
@@ -24,7 +24,7 @@ die() {
 }
 
 usage() {
-	printf 'usage: build.sh [kube|etcd]... | build.sh path kube|etcd\n' >&2
+	printf 'usage: build.sh [kube|etcd|kubectl]... | build.sh path kube|etcd|kubectl\n' >&2
 	exit 2
 }
 
@@ -33,6 +33,7 @@ module_of() {
 	case "$1" in
 	kube) printf k8s.io/kubernetes ;;
 	etcd) printf go.etcd.io/etcd/server/v3 ;;
+	kubectl) printf k8s.io/kubectl ;;
 	*) usage ;;
 	esac
 }
@@ -58,7 +59,19 @@ reported_version() {
 	case "$1" in
 	kube) "$2" version 2>/dev/null ;;
 	etcd) "$2" --version 2>/dev/null | awk '/^etcd Version:/ {print "v" $3}' ;;
+	kubectl) "$2" version --client 2>/dev/null | awk '/^Client Version:/ {print $3}' ;;
 	esac
+}
+
+# release_of TOOL: the version the binary reports. kubectl's module is a
+# staging module, v0.X.Y for Kubernetes v1.X.Y.
+release_of() {
+	local version
+	version="$(tool_version "$1")"
+	if [[ "$1" == kubectl ]]; then
+		version="v1.${version#v0.}"
+	fi
+	printf '%s' "${version}"
 }
 
 # tool_ok TOOL BINARY: the binary is there, runs, and is the wanted version.
@@ -66,15 +79,15 @@ tool_ok() {
 	local got
 	[[ -x "$2" ]] || return 1
 	got="$(reported_version "$1" "$2")" || return 1
-	[[ "${got}" == "$(tool_version "$1")" ]]
+	[[ "${got}" == "$(release_of "$1")" ]]
 }
 
 # ldflags_of TOOL: -s -w for size; kube also gets its version stamped in
 # (upstream's build scripts do the same), else it reports v0.0.0-master.
 ldflags_of() {
 	local flags="-s -w" version major minor pkg=k8s.io/component-base/version
-	if [[ "$1" == kube ]]; then
-		version="$(tool_version kube)"
+	if [[ "$1" == kube || "$1" == kubectl ]]; then
+		version="$(release_of "$1")"
 		major="${version#v}"
 		major="${major%%.*}"
 		minor="${version#v*.}"
@@ -107,7 +120,7 @@ build() {
 			CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false" \
 				nice -n 10 "${GO}" build -ldflags="$(ldflags_of "${tool}")" -o "${target}.tmp" .
 		) || die "${tool}: go build failed"
-		tool_ok "${tool}" "${target}.tmp" || die "${tool}: the new binary does not report $(tool_version "${tool}")"
+		tool_ok "${tool}" "${target}.tmp" || die "${tool}: the new binary does not report $(release_of "${tool}")"
 		mv -f "${target}.tmp" "${target}"
 		say "${tool}: built in $((SECONDS - start))s ($(du -m "${target}" | cut -f1) MB)"
 	fi
