@@ -93,10 +93,10 @@ func newEnv(t *testing.T) *env {
 	return newEnvWith(t, "", nil)
 }
 
-// newEnvWith is newEnv with network appended to the configuration's
-// Network section (indented by four spaces under SSH) and vkArgs added to
-// sluice-vk's command line; setup runs once the namespace exists, before
-// sluice-vk starts.
+// newEnvWith is newEnv with network appended to the configuration after
+// the keys of Network.SSH (indent four spaces for more SSH keys, two for
+// Network's own); setup runs once the namespace exists, before sluice-vk
+// starts, and may set e.vkArgs.
 func newEnvWith(t *testing.T, network string, setup func(e *env)) *env {
 	t.Helper()
 	rig := testrig.Load(t)
