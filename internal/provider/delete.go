@@ -115,7 +115,7 @@ func (p *Provider) terminate(st *podState) {
 		if js.JobID == "" {
 			js.JobID = st.ref.JobID
 		}
-		*s = jobStatus(st.pod, *s, js, p.cfg.Now())
+		*s = jobStatus(st.pod, *s, js, st.kept, p.cfg.Now())
 	}
 	for _, list := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
 		for i := range list {

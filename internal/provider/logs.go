@@ -12,6 +12,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // GetContainerLogs streams a container's output from its job directory, as
@@ -30,6 +31,9 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, contai
 	}
 	if !hasContainer(pod, container) {
 		return nil, errdefs.NotFoundf("container %s is not in pod %s/%s", container, namespace, name)
+	}
+	if rc, ok, err := p.keptLogs(ctx, pod, container, podLogOptions(opts)); ok {
+		return rc, err
 	}
 	if opts.Previous {
 		return nil, errdefs.InvalidInputf("previous terminated container %s in pod %s/%s not found: sluice never restarts containers", container, namespace, name)
@@ -69,4 +73,27 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 		}
 	}
 	return false
+}
+
+// podLogOptions maps the kubelet API's options back to the API's, for the
+// logs of a kept container read from its shadow pod.
+func podLogOptions(o api.ContainerLogOpts) *corev1.PodLogOptions {
+	lo := &corev1.PodLogOptions{Follow: o.Follow, Timestamps: o.Timestamps, Previous: o.Previous}
+	if o.Tail > 0 {
+		t := int64(o.Tail)
+		lo.TailLines = &t
+	}
+	if o.LimitBytes > 0 {
+		l := int64(o.LimitBytes)
+		lo.LimitBytes = &l
+	}
+	switch {
+	case o.SinceSeconds > 0:
+		s := int64(o.SinceSeconds)
+		lo.SinceSeconds = &s
+	case !o.SinceTime.IsZero():
+		t := metav1.NewTime(o.SinceTime)
+		lo.SinceTime = &t
+	}
+	return lo
 }

@@ -59,7 +59,10 @@ func waitingAll(cs []corev1.Container, reason, msg string) []corev1.ContainerSta
 // jobStatus is the status of a pod whose job Slurm reports as js; prev is
 // the status reported before (for the address, start time and the times
 // conditions last changed).
-func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, now time.Time) corev1.PodStatus {
+//
+// kept holds the statuses of the pod's kept init containers, which ran in
+// its shadow before the job (S3); they stand for those containers.
+func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, kept map[string]corev1.ContainerStatus, now time.Time) corev1.PodStatus {
 	phase, reason := slurm.PodPhase(js.State)
 	st := *prev.DeepCopy()
 	st.Phase = corev1.PodPhase(phase)
@@ -70,7 +73,10 @@ func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, now time
 	initDone := true
 	st.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
-		cs := containerStatus(c, js, final, reasonCreating)
+		cs, ok := kept[c.Name]
+		if !ok {
+			cs = containerStatus(c, js, final, reasonCreating)
+		}
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false
 		}

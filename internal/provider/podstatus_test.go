@@ -66,7 +66,7 @@ func TestJobStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prev := initialStatus(pod, "10.0.0.9", now)
-			got := jobStatus(pod, prev, tt.js, now)
+			got := jobStatus(pod, prev, tt.js, nil, now)
 			if got.Phase != tt.phase || got.Reason != tt.reason {
 				t.Errorf("got phase %s reason %q; want %s %q", got.Phase, got.Reason, tt.phase, tt.reason)
 			}
@@ -95,8 +95,8 @@ func TestConditionTimesKept(t *testing.T) {
 	pod := testPod("p")
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	js := slurm.Status{JobID: "1", State: slurm.StateRunning, Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}}
-	first := jobStatus(pod, initialStatus(pod, "ip", t0), js, t0)
-	second := jobStatus(pod, first, js, t0.Add(time.Minute))
+	first := jobStatus(pod, initialStatus(pod, "ip", t0), js, nil, t0)
+	second := jobStatus(pod, first, js, nil, t0.Add(time.Minute))
 	for i := range first.Conditions {
 		if !first.Conditions[i].LastTransitionTime.Equal(&second.Conditions[i].LastTransitionTime) {
 			t.Errorf("condition %s: got transition time %v then %v; want it kept while unchanged",

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -76,6 +78,15 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 		if !done {
 			return nil, nil, &waitError{reason: reasonKeptInitWaits, err: errors.New("the kept init containers run in the shadow first")}
 		}
+		kept := map[string]corev1.ContainerStatus{}
+		for _, cs := range sp.Status.InitContainerStatuses {
+			if isKeptInit(pod, cs.Name) {
+				kept[cs.Name] = cs
+			}
+		}
+		p.mu.Lock()
+		st.kept = kept
+		p.mu.Unlock()
 	}
 	return shadow.Offloaded(pod), nil, nil
 }
@@ -151,4 +162,45 @@ func (p *Provider) cleanOrphans(ctx context.Context) {
 	if n > 0 {
 		p.log.Info("provider: orphan shadows removed", "objects", n)
 	}
+}
+
+// isKeptInit reports whether name is a kept init container of pod.
+func isKeptInit(pod *corev1.Pod, name string) bool {
+	for _, c := range shadow.KeptInit(pod) {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// keptLogs streams the logs of a kept container from the shadow pod it runs
+// in; ok is false when container is not kept.
+func (p *Provider) keptLogs(ctx context.Context, pod *corev1.Pod, container string, opts *corev1.PodLogOptions) (rc io.ReadCloser, ok bool, err error) {
+	if p.cfg.Shadows == nil {
+		return nil, false, nil
+	}
+	kept := false
+	for _, list := range [][]corev1.Container{shadow.KeptInit(pod), shadow.KeptContainers(pod)} {
+		for _, c := range list {
+			kept = kept || c.Name == container
+		}
+	}
+	if !kept {
+		return nil, false, nil
+	}
+	sp, err := p.cfg.Shadows.ShadowPod(ctx, pod)
+	if err != nil {
+		return nil, true, fmt.Errorf("shadow pod: %w", err)
+	}
+	if sp == nil {
+		return nil, true, errdefs.NotFoundf("container %s of pod %s runs in its shadow, which has no pod yet", container, keyOf(pod))
+	}
+	o := opts.DeepCopy()
+	o.Container = container
+	rc, err = p.cfg.Client.CoreV1().Pods(sp.Namespace).GetLogs(sp.Name, o).Stream(ctx)
+	if err != nil {
+		return nil, true, fmt.Errorf("logs of kept container %s in shadow pod %s/%s: %w", container, sp.Namespace, sp.Name, err)
+	}
+	return rc, true, nil
 }

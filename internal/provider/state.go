@@ -30,6 +30,9 @@ type podState struct {
 	finalizer bool
 	// last is the job status last seen, to tell transitions apart.
 	last slurm.Status
+	// kept are the statuses of the kept init containers, from the shadow
+	// pod once they completed.
+	kept map[string]corev1.ContainerStatus
 	// shadow: the pod has a shadow (S3) that follows its node.
 	shadow bool
 	// waitMsg is the last reason a submission waits for, to record an

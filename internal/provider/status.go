@@ -90,7 +90,7 @@ func (p *Provider) update(st *podState, js slurm.Status) {
 	prev := st.last
 	st.last = js
 	old := st.pod.Status
-	st.pod.Status = jobStatus(st.pod, old, js, p.cfg.Now())
+	st.pod.Status = jobStatus(st.pod, old, js, st.kept, p.cfg.Now())
 	st.final = js.State.Final()
 	if st.final {
 		p.metrics.finish(st.pod.Status.Phase)

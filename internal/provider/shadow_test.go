@@ -1,0 +1,114 @@
+package provider
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fakeShadows is a shadow manager whose shadow pod the test moves on.
+type fakeShadows struct {
+	mu      sync.Mutex
+	pod     *corev1.Pod // the shadow pod; nil until set
+	nodes   []string
+	deleted int
+}
+
+func (f *fakeShadows) Ensure(_ context.Context, pod *corev1.Pod) (*shadow.Ref, error) {
+	return &shadow.Ref{Namespace: pod.Namespace + "-shadow", Name: "s", PodUID: string(pod.UID), Service: true, Forward: true}, nil
+}
+
+func (f *fakeShadows) SetNode(_ context.Context, _ *corev1.Pod, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes = append(f.nodes, node)
+	return nil
+}
+
+func (f *fakeShadows) PodIP(context.Context, *corev1.Pod) (string, error) { return "10.96.0.42", nil }
+
+func (f *fakeShadows) ShadowPod(context.Context, *corev1.Pod) (*corev1.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pod.DeepCopy(), nil
+}
+
+func (f *fakeShadows) Delete(context.Context, *corev1.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted++
+	return nil
+}
+
+func (f *fakeShadows) CleanOrphans(context.Context, func(string) bool) (int, error) { return 0, nil }
+
+func (f *fakeShadows) setInit(state corev1.ContainerState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pod = &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns-shadow", Name: "s-abc"},
+		Spec:       corev1.PodSpec{InitContainers: []corev1.Container{{Name: "setup"}}},
+		Status:     corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup", State: state}}},
+	}
+}
+
+func TestShadowKeptInitContainerRunsFirst(t *testing.T) {
+	pod := testPod("kept")
+	pod.Annotations = map[string]string{annotations.DisableOffloadInitContainers: "setup"}
+	pod.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "/images/busybox", Command: []string{"true"}}}
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+	shadows := &fakeShadows{}
+	shadows.setInit(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})
+	h := newHarness(t, func(c *Config) { c.Shadows = shadows }, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("Normal ShadowCreated")
+	h.waitEvent("Warning SubmitWaiting the kept init containers run in the shadow first")
+	if submits, _, _, _ := h.jobs.counts(); submits != 0 {
+		t.Fatalf("got %d submissions while the kept init container runs; want none", submits)
+	}
+
+	shadows.setInit(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}})
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.mu.Lock()
+	job := h.jobs.lastJob
+	h.jobs.mu.Unlock()
+	if len(job.Init) != 0 || len(job.Containers) != 1 || job.Containers[0].Name != "main" {
+		t.Errorf("got job init %v containers %v; want no init container and main", job.Init, job.Containers)
+	}
+	got := h.waitPhase(pod, corev1.PodPending)
+	if got.Status.PodIP != "10.96.0.42" {
+		t.Errorf("got pod IP %q; want the shadow's 10.96.0.42", got.Status.PodIP)
+	}
+
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	got = h.waitPhase(pod, corev1.PodRunning)
+	if len(got.Status.InitContainerStatuses) != 1 || got.Status.InitContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("got init statuses %+v; want setup terminated, from the shadow", got.Status.InitContainerStatuses)
+	}
+	h.waitFor("the shadow told of node1", func() bool {
+		shadows.mu.Lock()
+		defer shadows.mu.Unlock()
+		return len(shadows.nodes) == 1 && shadows.nodes[0] == "node1"
+	})
+
+	rc, err := h.p.GetContainerLogs(context.Background(), pod.Namespace, pod.Name, "setup", api.ContainerLogOpts{})
+	if err != nil {
+		t.Fatalf("logs of the kept init container: %v", err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "fake logs" { // what the fake clientset answers for the shadow pod
+		t.Errorf("got logs %q; want the shadow pod's", b)
+	}
+}
