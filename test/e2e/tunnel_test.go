@@ -132,6 +132,8 @@ func (e *env) startHostNode() {
 	redisAddr := e.rig.Get(e.t, "RIG_REDIS_ADDR")
 	cmd := exec.Command(bin, "--node-name", name, "--kubeconfig", e.kubeconfig,
 		"--image", "ghcr.io/sluice-hpc/sluice-tunnel:latest="+tunnel,
+		// kept containers of the rig's busybox pods run on the host's sh
+		"--image", e.image+"=/bin/sh",
 		"--backend", "default/redis:6379="+redisAddr,
 		"--backend", "default/kubernetes:443=127.0.0.1:6443",
 		"--state-dir", filepath.Join(e.t.TempDir(), "hostnode"))
