@@ -22,6 +22,8 @@ import (
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/vkslog"
+	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
@@ -74,7 +76,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
-	ctx = withVKLogger(ctx, log)
+	ctx = vkslog.WithContext(ctx, log)
+	vklog.L = vkslog.New(log.With("component", "virtual-kubelet"))
 
 	rc, err := restConfig(opts.Kubeconfig)
 	if err != nil {

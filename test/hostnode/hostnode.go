@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/vkslog"
+
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
@@ -126,7 +128,7 @@ type starter struct {
 func (s *starter) start(ctx context.Context, n *Node) error {
 	// everything but the pods and the Events stops with runCtx; the pods
 	// get their grace period in shutdown, and their last Events go out
-	runCtx, cancel := context.WithCancel(withVKLogger(ctx, s.log))
+	runCtx, cancel := context.WithCancel(vkslog.WithContext(ctx, s.log))
 	podsCtx, stopPods := context.WithCancel(context.WithoutCancel(ctx))
 	eb := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: s.client.CoreV1().Events(corev1.NamespaceAll)})

@@ -1,4 +1,6 @@
-package hostnode
+// Package vkslog lets the virtual-kubelet library log through log/slog, for
+// sluice-vk and the rig's host node alike.
+package vkslog
 
 import (
 	"context"
@@ -23,7 +25,8 @@ func (s slogLogger) Warnf(format string, args ...any)  { s.l.Warn(fmt.Sprintf(fo
 func (s slogLogger) Error(args ...any)                 { s.l.Error(fmt.Sprint(args...)) }
 func (s slogLogger) Errorf(format string, args ...any) { s.l.Error(fmt.Sprintf(format, args...)) }
 
-// Fatal and Fatalf log and exit, as the library's contract asks.
+// Fatal and Fatalf log and exit, as the library's contract asks; sluice's
+// own code never calls them.
 func (s slogLogger) Fatal(args ...any) {
 	s.l.Error(fmt.Sprint(args...))
 	os.Exit(1)
@@ -45,8 +48,11 @@ func (s slogLogger) WithFields(f vklog.Fields) vklog.Logger {
 	return slogLogger{s.l.With(args...)}
 }
 
-// withVKLogger makes the library log through l in ctx (only: the library's
-// global logger is left alone, for a sluice-vk in the same process).
-func withVKLogger(ctx context.Context, l *slog.Logger) context.Context {
-	return vklog.WithLogger(ctx, slogLogger{l.With("component", "virtual-kubelet")})
+// New returns a library logger writing to l.
+func New(l *slog.Logger) vklog.Logger { return slogLogger{l} }
+
+// WithContext makes the library log through l in ctx, each line marked
+// component=virtual-kubelet. The library's global logger is left alone.
+func WithContext(ctx context.Context, l *slog.Logger) context.Context {
+	return vklog.WithLogger(ctx, New(l.With("component", "virtual-kubelet")))
 }
