@@ -44,11 +44,11 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 		return pod, nil, nil
 	}
 	ref, err := p.cfg.Shadows.Ensure(ctx, pod)
-	var perr *shadow.PodError
+	var perr *slurm.PodError
 	var aref *annotations.Refusal
 	switch {
 	case errors.As(err, &perr):
-		return nil, &refusal{reason: ReasonRefused, field: perr.Field, rule: perr.Reason}, nil
+		return nil, podRefusal(perr), nil
 	case errors.As(err, &aref):
 		return nil, &refusal{reason: string(aref.Reason), field: "metadata.annotations[" + aref.Annotation + "]", rule: ruleOf(aref)}, nil
 	case err != nil:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -151,7 +152,7 @@ func TestBuildKeptOtherNamespace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := testSpec().Build(testPod("science", "p", tt.opts...))
-			var perr *PodError
+			var perr *slurm.PodError
 			if !errors.As(err, &perr) || perr.Field != tt.field {
 				t.Fatalf("Build: %v; want a PodError on %s", err, tt.field)
 			}

@@ -54,7 +54,7 @@ var ErrNotOurs = errors.New("exists and is not sluice's to change")
 // node ConfigMap (its node is kept), the Deployment and the Service. The
 // Deployment owns the ConfigMap and the Service, so that deleting it
 // removes them too. It returns nil and no error for a pod that gets no
-// shadow (Wanted). Errors about the pod wrap *PodError or
+// shadow (Wanted). Errors about the pod wrap *slurm.PodError or
 // *annotations.Refusal; retrying them does not help.
 func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
 	o, err := m.Spec.Build(pod)

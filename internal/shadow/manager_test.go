@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/slurm"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -226,7 +227,7 @@ func TestEnsureNothingWanted(t *testing.T) {
 func TestEnsurePodError(t *testing.T) {
 	m, _ := newManager(t, newFake(), testSpec())
 	_, err := m.Ensure(context.Background(), testPod(strings.Repeat("n", 60), "p", withPorts("80")))
-	var perr *PodError
+	var perr *slurm.PodError
 	if !errors.As(err, &perr) {
 		t.Errorf("Ensure = %v; want a *PodError", err)
 	}
