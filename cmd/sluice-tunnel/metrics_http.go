@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sluice-hpc/sluice/internal/tunnel"
 )
 
 // newRegistry returns a private registry holding the Go runtime and process
@@ -26,11 +27,14 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// metricsHandler serves /metrics from reg and /healthz, which answers 200
-// "ok" while the process runs (a liveness probe: a tunnel that is down is
-// retried, not restarted; sluice_tunnel_up tells whether it is up).
-func metricsHandler(reg *prometheus.Registry) http.Handler {
+// metricsHandler serves /metrics from reg, /status (the tunnel's state as
+// JSON, tunnel.Snapshot, which the virtual kubelet turns into Events and a
+// pod condition) and /healthz, which answers 200 "ok" while the process
+// runs (a liveness probe: a tunnel that is down is retried, not restarted;
+// sluice_tunnel_up and /status tell whether it is up).
+func metricsHandler(reg *prometheus.Registry, status *tunnel.Status) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /status", status)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -48,14 +52,14 @@ type metricsServer struct {
 }
 
 // listenMetrics binds addr for the metrics of reg.
-func listenMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*metricsServer, error) {
+func listenMetrics(addr string, reg *prometheus.Registry, status *tunnel.Status, log *slog.Logger) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return &metricsServer{
 		srv: &http.Server{
-			Handler:           metricsHandler(reg),
+			Handler:           metricsHandler(reg, status),
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			WriteTimeout:      30 * time.Second,

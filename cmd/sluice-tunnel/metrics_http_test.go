@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +15,8 @@ func TestMetricsHandler(t *testing.T) {
 	m := tunnel.NewMetrics(reg, modeReverse)
 	m.SetUp(true)
 	m.ConnOpened(6379)
-	srv := httptest.NewServer(metricsHandler(reg))
+	status := tunnel.NewStatus(modeReverse)
+	srv := httptest.NewServer(metricsHandler(reg, status))
 	defer srv.Close()
 
 	body, code := get(srv.URL + "/metrics")
@@ -33,6 +35,14 @@ func TestMetricsHandler(t *testing.T) {
 	}
 	if body, code := get(srv.URL + "/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz = %d %q; want 200 \"ok\\n\"", code, body)
+	}
+	body, code = get(srv.URL + "/status")
+	var snap tunnel.Snapshot
+	if err := json.Unmarshal([]byte(body), &snap); code != http.StatusOK || err != nil {
+		t.Fatalf("/status = %d %q (%v); want 200 and a snapshot", code, body, err)
+	}
+	if snap.Mode != modeReverse || snap.State != tunnel.StateWaiting {
+		t.Errorf("/status = %+v; want mode reverse, state waiting", snap)
 	}
 	resp, err := http.Post(srv.URL+"/healthz", "text/plain", nil)
 	if err != nil {

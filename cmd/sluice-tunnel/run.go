@@ -14,6 +14,7 @@ import (
 // or a host key that does not match is logged and retried by the tunnel.
 func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) error {
 	var metrics *tunnel.Metrics
+	status := tunnel.NewStatus(string(c.mode))
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -23,7 +24,7 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 	if c.metrics != "" {
 		reg := newRegistry()
 		metrics = tunnel.NewMetrics(reg, c.mode)
-		srv, err := listenMetrics(c.metrics, reg, log)
+		srv, err := listenMetrics(c.metrics, reg, status, log)
 		if err != nil {
 			return err
 		}
@@ -34,10 +35,10 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 	switch c.mode {
 	case modeForward:
 		log.Info("tunnel starting", append(start, "target", string(c.target), "ports", (*portList)(&c.ports).String())...)
-		err = newForward(c, hop, log, metrics).Run(ctx)
+		err = newForward(c, hop, log, metrics, status).Run(ctx)
 	case modeReverse:
 		log.Info("tunnel starting", append(start, "endpoints", (*endpointList)(&c.endpoints).String())...)
-		err = newReverse(c, hop, log, metrics).Run(ctx)
+		err = newReverse(c, hop, log, metrics, status).Run(ctx)
 	}
 	if err == nil {
 		log.Info("tunnel stopped")
@@ -48,7 +49,7 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 // newForward returns the forward c describes. A host key that does not
 // match is logged by the tunnel, once per series of failures, naming the
 // host.
-func newForward(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics) *tunnel.Forward {
+func newForward(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics, st *tunnel.Status) *tunnel.Forward {
 	return &tunnel.Forward{
 		Hop:      hop,
 		Target:   c.target,
@@ -57,11 +58,12 @@ func newForward(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics)
 		Listen:   c.listen,
 		Log:      log,
 		Metrics:  m,
+		Status:   st,
 	}
 }
 
 // newReverse returns the reverse tunnel c describes.
-func newReverse(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics) *tunnel.Reverse {
+func newReverse(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics, st *tunnel.Status) *tunnel.Reverse {
 	return &tunnel.Reverse{
 		Hop:       hop,
 		NodeFile:  c.nodeFile,
@@ -69,5 +71,6 @@ func newReverse(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics)
 		Endpoints: c.endpoints,
 		Log:       log,
 		Metrics:   m,
+		Status:    st,
 	}
 }

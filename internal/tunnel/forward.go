@@ -34,8 +34,10 @@ const (
 // sshd is closed once its last channel has ended. While no node is known,
 // clients are refused (their connection is closed at once).
 //
-// The SSH connection is made by the first client and kept alive; when it
-// breaks, the next client makes it again. Failed attempts back off
+// The SSH connection is made as soon as a node is known, kept alive, and
+// made again when it breaks, so that Status tells whether the job can be
+// reached before any client comes; a client that finds it broken makes it
+// again at once. Failed attempts back off
 // exponentially with jitter; clients arriving during a backoff are refused.
 // A host key that does not match (sshx.HostKeyError) is most likely a
 // man-in-the-middle or a wrong ConfigMap: it is logged at error level once
@@ -75,6 +77,8 @@ type Forward struct {
 	// Metrics counts connections, bytes, reconnects and refusals. If nil,
 	// nothing is counted.
 	Metrics *Metrics
+	// Status follows the state of the SSH connection. If nil, none is kept.
+	Status *Status
 }
 
 // Run listens on every port, then serves clients until ctx ends; it returns
@@ -110,6 +114,7 @@ func (f *Forward) Run(ctx context.Context) error {
 	w.onChange = l.retire
 	w.poll()
 	wg.Go(func() { w.run(ctx) })
+	wg.Go(func() { l.keepUp(ctx, w.every) })
 
 	errs := make(chan error, len(lns))
 	for i, ln := range lns {

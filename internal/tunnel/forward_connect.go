@@ -96,6 +96,7 @@ func (l *link) record(node string, attempt int, login, nodeConn *sshConn, err er
 	if err == nil {
 		l.lastErr, l.failures, l.retryAt, l.alarmed = nil, 0, time.Time{}, false
 		l.metrics.SetUp(true)
+		l.status.set(StateUp, node, nil)
 		if l.lost {
 			l.lost = false
 			l.metrics.Reconnect()
@@ -104,6 +105,7 @@ func (l *link) record(node string, attempt int, login, nodeConn *sshConn, err er
 	}
 	l.failures++
 	l.lastErr = err
+	l.status.failed(node, err)
 	var keyErr *sshx.HostKeyError
 	if !errors.As(err, &keyErr) {
 		wait := l.backoff(l.failures)

@@ -30,6 +30,7 @@ type link struct {
 	onKey   func(error)
 	nodeOf  func() string // the current node, "" if none
 	metrics *Metrics
+	status  *Status
 
 	mu       sync.Mutex
 	login    *sshConn      // nil if none
@@ -88,6 +89,7 @@ func (f *Forward) newLink(ctx context.Context, log *slog.Logger, wg *sync.WaitGr
 		onKey:   f.OnHostKeyError,
 		nodeOf:  nodeOf,
 		metrics: f.Metrics,
+		status:  f.Status,
 	}
 }
 
@@ -241,6 +243,11 @@ func (l *link) retire(node string) {
 		l.metrics.SetUp(false)
 	}
 	l.failures, l.retryAt, l.alarmed = 0, time.Time{}, false
+	if node == "" {
+		l.status.set(StateWaiting, "", nil)
+	} else {
+		l.status.set(StateConnecting, node, nil)
+	}
 	l.mu.Unlock()
 	if done && c.close() {
 		l.log.Info("ssh connection to old node closed", "node", c.node)
@@ -265,6 +272,7 @@ func (l *link) drop(c *sshConn, reason error) {
 	if current {
 		l.lost = true
 		l.metrics.SetUp(false)
+		l.status.set(StateDown, l.nodeOf(), fmt.Errorf("ssh connection to the %s lost: %w", hopName(c.hop), reason))
 	}
 	l.mu.Unlock()
 	if c.close() {
@@ -273,4 +281,34 @@ func (l *link) drop(c *sshConn, reason error) {
 	if also != nil {
 		also.close()
 	}
+}
+
+// keepUp makes the connection as soon as a node is known and again when it
+// is lost, checking every interval, until ctx ends. It goes through acquire,
+// like a client, so it shares attempts and honours the backoff.
+func (l *link) keepUp(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		c, _, err := l.acquire(ctx)
+		switch {
+		case err == nil:
+			l.release(c)
+		case errors.Is(err, errNoNode):
+			l.status.set(StateWaiting, "", nil)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// hopName names a hop in messages.
+func hopName(hop string) string {
+	if hop == "login" {
+		return "login node"
+	}
+	return "compute node"
 }

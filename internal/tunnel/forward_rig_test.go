@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -41,9 +40,15 @@ func TestForwardNodeRig(t *testing.T) {
 		BackoffMin:   50 * time.Millisecond,
 		BackoffMax:   time.Second,
 		Metrics:      NewMetrics(nil, "forward"),
+		Status:       NewStatus("forward"),
 	}
 	startForward(t, f, lns)
 	addr := lns.addr(port)
+	node := r.Get(t, "RIG_NODE_NAME")
+	waitFor(t, 5*time.Second, "tunnel up", func() bool {
+		st := f.Status.Snapshot()
+		return st.State == StateUp && st.Node == node && st.Ups == 1
+	})
 
 	t.Run("round trip", func(t *testing.T) {
 		msg := []byte("hello through the node\n")
@@ -124,6 +129,9 @@ func TestForwardNodeRig(t *testing.T) {
 
 	t.Run("login connection cut", func(t *testing.T) {
 		d.cut()
+		waitFor(t, 5*time.Second, "tunnel back up by itself", func() bool {
+			return f.Status.Snapshot().Ups == 3 // up, node change, back after the cut
+		})
 		echo(t, addr, []byte("after the cut"))
 		if n := d.n.Load(); n != 2 {
 			t.Errorf("login dials = %d; want 2", n)
@@ -199,8 +207,15 @@ func TestForwardNodeHostKeyMismatchRig(t *testing.T) {
 			hooked = append(hooked, err)
 			mu.Unlock()
 		},
+		Status: NewStatus("forward"),
 	}
 	startForward(t, f, lns)
+	waitFor(t, 5*time.Second, "host key rejected before any client", func() bool {
+		return f.Status.Snapshot().State == StateHostKeyRejected
+	})
+	if st := f.Status.Snapshot(); st.Node != node || !strings.Contains(st.Error, "host key") || st.Ups != 0 {
+		t.Errorf("status = %+v; want node %s, a host key error, never up", st, node)
+	}
 	expectRefused(t, lns.addr(port), 5*time.Second)
 	// During the backoff a client is refused at once, with no new attempt.
 	expectRefused(t, lns.addr(port), 500*time.Millisecond)
@@ -237,35 +252,27 @@ func TestForwardReconnectBackoffRig(t *testing.T) {
 		PollInterval: 20 * time.Millisecond,
 		BackoffMin:   200 * time.Millisecond,
 		BackoffMax:   400 * time.Millisecond,
+		Status:       NewStatus("forward"),
 	}
 	startForward(t, f, lns)
-	addr := lns.addr(port)
 
-	expectRefused(t, addr, 2*time.Second) // first attempt fails
-	expectRefused(t, addr, 50*time.Millisecond)
-	if n := d.n.Load(); n != 1 {
-		t.Fatalf("login dials = %d; want 1 (no attempt during the backoff)", n)
-	}
-	// After the backoff the next client makes a new attempt, which fails
-	// again; after a second backoff one succeeds.
-	waitFor(t, 5*time.Second, "a client served", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(c, "x"); err != nil {
-			return false
-		}
-		buf := make([]byte, 1)
-		_, err = io.ReadFull(c, buf)
-		return err == nil && buf[0] == 'x'
-	})
+	// The connection is made before any client comes: two attempts fail,
+	// each followed by a backoff, then one succeeds.
+	waitFor(t, 5*time.Second, "tunnel up without a client", func() bool { return f.Status.Snapshot().State == StateUp })
 	if n := d.n.Load(); n != 3 {
 		t.Errorf("login dials = %d; want 3 (two failures, then the connection)", n)
 	}
+	for i, gap := range d.gaps() {
+		// backoffAfter(n, 200ms, 400ms) is at least half of 200ms·2^(n-1).
+		if low := 100 * time.Millisecond << i; gap < low {
+			t.Errorf("attempt %d came %v after the one before; want at least %v (the backoff)", i+2, gap, low)
+		}
+	}
 	if n := rec.count("ssh connect failed", map[string]string{"failures": "2"}); n != 1 {
 		t.Errorf("second failure logged %d times; want 1", n)
+	}
+	echo(t, lns.addr(port), []byte("served"))
+	if n := d.n.Load(); n != 3 {
+		t.Errorf("login dials = %d after a client; want 3 (it shares the kept connection)", n)
 	}
 }

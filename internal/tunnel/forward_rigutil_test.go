@@ -35,10 +35,14 @@ type loginDialer struct {
 	fail  atomic.Int32 // dials still to fail
 	mu    sync.Mutex
 	conns []net.Conn
+	times []time.Time // of every dial
 }
 
 func (d *loginDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d.n.Add(1)
+	d.mu.Lock()
+	d.times = append(d.times, time.Now())
+	d.mu.Unlock()
 	if d.fail.Add(-1) >= 0 {
 		return nil, errors.New("login node unreachable (test)")
 	}
@@ -50,6 +54,17 @@ func (d *loginDialer) dial(ctx context.Context, network, addr string) (net.Conn,
 	d.conns = append(d.conns, c)
 	d.mu.Unlock()
 	return c, nil
+}
+
+// gaps returns the time between each dial and the one before it.
+func (d *loginDialer) gaps() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []time.Duration
+	for i := 1; i < len(d.times); i++ {
+		out = append(out, d.times[i].Sub(d.times[i-1]))
+	}
+	return out
 }
 
 // cut closes every connection made so far, as a broken link would.

@@ -265,7 +265,10 @@ func TestForwardNoNodeRefuses(t *testing.T) {
 	rec := newLogRecorder(t)
 	lns := &loopbackListeners{}
 	m := NewMetrics(nil, "forward")
-	f := &Forward{Hop: refusingHop(&dials), Ports: []int{8080}, NodeFile: file, Log: slog.New(rec), PollInterval: 10 * time.Millisecond, Metrics: m}
+	f := &Forward{
+		Hop: refusingHop(&dials), Ports: []int{8080}, NodeFile: file, Log: slog.New(rec), PollInterval: 10 * time.Millisecond,
+		BackoffMin: 10 * time.Second, BackoffMax: 20 * time.Second, Metrics: m, Status: NewStatus("forward"),
+	}
 	startForward(t, f, lns)
 	expectRefused(t, lns.addr(8080), 2*time.Second)
 	if n := rec.count("no node known: connection refused", nil); n != 1 {
@@ -275,22 +278,26 @@ func TestForwardNoNodeRefuses(t *testing.T) {
 		t.Errorf("dialed the login node %d times with no node; want 0", n)
 	}
 
-	// Once a node is named, clients go to it: here the login node is
-	// unreachable, so the attempt is made and fails, and the client is
-	// refused; the next client, during the backoff, is refused at once.
+	if st := f.Status.Snapshot().State; st != StateWaiting {
+		t.Errorf("state with no node = %s; want %s", st, StateWaiting)
+	}
+
+	// Once a node is named, the tunnel connects without waiting for a
+	// client: here the login node is unreachable, so the attempt fails, and
+	// clients during the backoff are refused at once.
 	writeNode(t, file, "node1")
-	waitFor(t, 5*time.Second, "node change seen", func() bool {
-		return rec.count("node changed", map[string]string{"to": "node1"}) == 1
+	waitFor(t, 5*time.Second, "attempt made and failed", func() bool {
+		return f.Status.Snapshot().State == StateDown
 	})
 	expectRefused(t, lns.addr(8080), 2*time.Second)
 	expectRefused(t, lns.addr(8080), 2*time.Second)
 	if n := dials.Load(); n != 1 {
-		t.Errorf("dialed the login node %d times; want 1 (the second client falls in the backoff)", n)
+		t.Errorf("dialed the login node %d times; want 1 (the clients fall in the backoff)", n)
 	}
 	if n := rec.count("ssh connect failed", map[string]string{"node": "node1"}); n != 1 {
 		t.Errorf("logged %d failed attempts; want 1", n)
 	}
-	for reason, want := range map[string]float64{RefusedNoNode: 1, RefusedConnect: 1, RefusedBackoff: 1, RefusedHostKey: 0} {
+	for reason, want := range map[string]float64{RefusedNoNode: 1, RefusedConnect: 0, RefusedBackoff: 2, RefusedHostKey: 0} {
 		if got := testutil.ToFloat64(m.refused.WithLabelValues(reason)); got != want {
 			t.Errorf("refused{reason=%q} = %v; want %v", reason, got, want)
 		}

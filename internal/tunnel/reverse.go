@@ -67,6 +67,8 @@ type Reverse struct {
 	// change only. It is called from Run's goroutine and should not block
 	// for long. If nil, nothing is called.
 	OnState func(up bool)
+	// Status follows the state of the session. If nil, none is kept.
+	Status *Status
 }
 
 // stableSession is how long a session must have held for the failures
@@ -110,6 +112,7 @@ func (r *Reverse) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		node := w.node()
 		if node == "" {
+			r.Status.set(StateWaiting, "", nil)
 			log.Info("reverse tunnel waiting for the node")
 			select {
 			case <-ctx.Done():
@@ -188,10 +191,14 @@ func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan 
 		}
 	}()
 	log := s.log.With("node", node, "attempt", s.attempts)
+	if st := s.r.Status.Snapshot(); st.Node != node || st.State == StateWaiting {
+		s.r.Status.set(StateConnecting, node, nil)
+	}
 	var heldAt time.Time
 	err := s.session(sctx, node, log, func() {
 		heldAt = time.Now()
 		s.set(true)
+		s.r.Status.set(StateUp, node, nil)
 		if s.everUp {
 			s.r.Metrics.Reconnect()
 		}
@@ -213,6 +220,7 @@ func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan 
 	if wasUp && time.Since(heldAt) >= stableSession {
 		s.failures = 0
 	}
+	s.r.Status.failed(node, err)
 	s.failures++
 	backMax := orDefault(s.r.BackoffMax, time.Minute)
 	var keyErr *sshx.HostKeyError
