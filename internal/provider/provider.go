@@ -175,6 +175,9 @@ func (p *Provider) Run(ctx context.Context) error {
 		return err
 	}
 	p.cleanOrphans(ctx)
+	if p.cfg.Shadows != nil {
+		p.background(p.tunnelLoop)
+	}
 	p.pollLoop(ctx)
 	return nil
 }

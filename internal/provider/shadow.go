@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,8 @@ type Shadows interface {
 	ShadowPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 	Delete(ctx context.Context, pod *corev1.Pod) error
 	CleanOrphans(ctx context.Context, live func(uid string) bool) (int, error)
+	ShadowPods(ctx context.Context) (map[string]*corev1.Pod, error)
+	TunnelStatus(ctx context.Context, shadowPod *corev1.Pod) ([]tunnel.Snapshot, error)
 }
 
 var _ Shadows = (*shadow.Manager)(nil)

@@ -3,12 +3,14 @@ package provider
 import (
 	"context"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,7 @@ type fakeShadows struct {
 	pod     *corev1.Pod // the shadow pod; nil until set
 	nodes   []string
 	deleted int
+	tunnels []tunnel.Snapshot // what TunnelStatus answers
 }
 
 func (f *fakeShadows) Ensure(_ context.Context, pod *corev1.Pod) (*shadow.Ref, error) {
@@ -49,6 +52,30 @@ func (f *fakeShadows) Delete(context.Context, *corev1.Pod) error {
 }
 
 func (f *fakeShadows) CleanOrphans(context.Context, func(string) bool) (int, error) { return 0, nil }
+
+func (f *fakeShadows) ShadowPods(context.Context) (map[string]*corev1.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pod == nil {
+		return nil, nil
+	}
+	return map[string]*corev1.Pod{f.pod.Labels[shadow.LabelPodUID]: f.pod.DeepCopy()}, nil
+}
+
+func (f *fakeShadows) TunnelStatus(_ context.Context, sp *corev1.Pod) ([]tunnel.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sp == nil {
+		return nil, nil
+	}
+	return slices.Clone(f.tunnels), nil
+}
+
+func (f *fakeShadows) setTunnels(snaps ...tunnel.Snapshot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tunnels = snaps
+}
 
 func (f *fakeShadows) setInit(state corev1.ContainerState) {
 	f.mu.Lock()

@@ -35,6 +35,11 @@ type podState struct {
 	kept map[string]corev1.ContainerStatus
 	// shadow: the pod has a shadow (S3) that follows its node.
 	shadow bool
+	// tunnels are the states of the shadow's tunnels last seen, by mode;
+	// tunnelCond is the TunnelReady condition they gave, kept across the
+	// status the job gives the pod.
+	tunnels    map[string]*tunnelSeen
+	tunnelCond *corev1.PodCondition
 	// waitMsg is the last reason a submission waits for, to record an
 	// Event once per new reason.
 	waitMsg string

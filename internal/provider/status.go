@@ -91,6 +91,9 @@ func (p *Provider) update(st *podState, js slurm.Status) {
 	st.last = js
 	old := st.pod.Status
 	st.pod.Status = jobStatus(st.pod, old, js, st.kept, p.cfg.Now())
+	if st.tunnelCond != nil {
+		setCondition(&st.pod.Status.Conditions, *st.tunnelCond)
+	}
 	st.final = js.State.Final()
 	if st.final {
 		p.metrics.finish(st.pod.Status.Phase)

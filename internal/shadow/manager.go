@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,9 @@ type Manager struct {
 	Log *slog.Logger
 	// Recorder puts Events on the pods. If nil, no Events are recorded.
 	Recorder record.EventRecorder
+	// HTTP reads the tunnels' /status (TunnelStatus). If nil,
+	// http.DefaultClient.
+	HTTP *http.Client
 }
 
 // Ref names a pod's shadow, as Ensure left it.

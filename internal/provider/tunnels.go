@@ -1,0 +1,233 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/tunnel"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Events about the tunnels of a pod's shadow (S4, S5).
+const (
+	EventTunnelReady   = "TunnelReady"
+	EventTunnelLost    = "TunnelLost"
+	EventTunnelBack    = "TunnelBack"
+	EventTunnelHostKey = "TunnelHostKeyRejected"
+)
+
+// ConditionTunnelReady is the pod condition that tells whether the tunnels
+// of the pod's shadow are up; `kubectl describe pod` shows it, and its
+// reason and message say which tunnel is not and why.
+const ConditionTunnelReady corev1.PodConditionType = "sluice.io/TunnelReady"
+
+// tunnelChecks bounds the tunnel status reads in flight.
+const tunnelChecks = 8
+
+// tunnelLoop reads the state of the tunnels of every pod whose job runs
+// once per PollInterval, until ctx ends.
+func (p *Provider) tunnelLoop(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.PollInterval)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		err := p.checkTunnels(ctx)
+		switch {
+		case err != nil && err.Error() != lastErr:
+			p.log.Warn("provider: tunnel state not read", "error", err)
+			lastErr = err.Error()
+		case err == nil:
+			lastErr = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// checkTunnels makes one round: the shadow pods of the node are listed
+// once, and the tunnels of each pod with a running job are read.
+func (p *Provider) checkTunnels(ctx context.Context) error {
+	var sts []*podState
+	p.mu.Lock()
+	for _, st := range p.pods {
+		if st.shadow && st.submitted && !st.final && !st.deleting && st.last.BatchHost != "" {
+			sts = append(sts, st)
+		}
+	}
+	p.mu.Unlock()
+	if len(sts) == 0 {
+		return nil
+	}
+	shadows, err := p.cfg.Shadows.ShadowPods(ctx)
+	if err != nil {
+		return err
+	}
+	sem := make(chan struct{}, tunnelChecks)
+	var wg sync.WaitGroup
+	for _, st := range sts {
+		sp := shadows[st.ref.UID]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
+			if err != nil {
+				p.log.Debug("provider: tunnel state not read", "pod", keyOf(st.pod), "error", err)
+				return
+			}
+			p.applyTunnels(st, sp != nil, snaps)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// tunnelSeen is what the provider last saw of one tunnel of a pod.
+type tunnelSeen struct {
+	state tunnel.State
+	node  string
+	ups   int
+	lost  bool // it went down after being up: TunnelBack when it is up again
+}
+
+// applyTunnels records the tunnels' states: each change is told in an
+// Event, and the TunnelReady condition follows.
+func (p *Provider) applyTunnels(st *podState, hasPod bool, snaps []tunnel.Snapshot) {
+	type event struct{ typ, reason, msg string }
+	var events []event
+	p.mu.Lock()
+	if st.final || st.deleting {
+		p.mu.Unlock()
+		return
+	}
+	if st.tunnels == nil {
+		st.tunnels = map[string]*tunnelSeen{}
+	}
+	for _, s := range snaps {
+		prev := st.tunnels[s.Mode]
+		if prev == nil {
+			prev = &tunnelSeen{}
+		}
+		cur := &tunnelSeen{state: s.State, node: s.Node, ups: s.Ups, lost: prev.lost}
+		switch s.State {
+		case tunnel.StateUp:
+			switch {
+			case prev.ups == 0:
+				events = append(events, event{corev1.EventTypeNormal, EventTunnelReady,
+					fmt.Sprintf("%s tunnel up: node %s reached over SSH", s.Mode, s.Node)})
+			case prev.lost || prev.state != tunnel.StateUp || s.Ups > prev.ups:
+				events = append(events, event{corev1.EventTypeNormal, EventTunnelBack,
+					fmt.Sprintf("%s tunnel up again: node %s reached over SSH", s.Mode, s.Node)})
+			}
+			cur.lost = false
+		case tunnel.StateDown:
+			if prev.state != tunnel.StateDown {
+				events = append(events, event{corev1.EventTypeWarning, EventTunnelLost,
+					fmt.Sprintf("%s tunnel down (node %s): %s; reconnecting", s.Mode, s.Node, s.Error)})
+			}
+			cur.lost = true
+		case tunnel.StateHostKeyRejected:
+			if prev.state != tunnel.StateHostKeyRejected {
+				events = append(events, event{corev1.EventTypeWarning, EventTunnelHostKey,
+					fmt.Sprintf("%s tunnel refused a host key on the way to node %s and sent nothing (wrong pinned known_hosts, or a man-in-the-middle): %s", s.Mode, s.Node, s.Error)})
+			}
+			cur.lost = true
+		}
+		st.tunnels[s.Mode] = cur
+	}
+	cond := tunnelCondition(hasPod, snaps, p.cfg.Now())
+	changed := setCondition(&st.pod.Status.Conditions, cond)
+	st.tunnelCond = &cond
+	pod := st.pod.DeepCopy()
+	p.mu.Unlock()
+
+	for _, e := range events {
+		p.event(pod, e.typ, e.reason, "%s", e.msg)
+		if e.typ == corev1.EventTypeWarning {
+			p.log.Warn("provider: "+e.msg, "pod", keyOf(pod))
+		} else {
+			p.log.Info("provider: "+e.msg, "pod", keyOf(pod))
+		}
+	}
+	if changed {
+		p.push(st)
+	}
+}
+
+// tunnelCondition is the TunnelReady condition for the tunnels' states.
+func tunnelCondition(hasPod bool, snaps []tunnel.Snapshot, now time.Time) corev1.PodCondition {
+	c := corev1.PodCondition{
+		Type:               ConditionTunnelReady,
+		Status:             corev1.ConditionTrue,
+		Reason:             "TunnelsUp",
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
+	}
+	if len(snaps) == 0 {
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, "ShadowNotRunning", "the shadow's tunnel containers are not running yet"
+		if !hasPod {
+			c.Reason, c.Message = "ShadowPodMissing", "the shadow has no pod"
+		}
+		return c
+	}
+	var up, down []string
+	for _, s := range snaps {
+		if s.State == tunnel.StateUp {
+			up = append(up, s.Mode)
+			continue
+		}
+		if c.Status == corev1.ConditionTrue {
+			c.Status, c.Reason = corev1.ConditionFalse, conditionReason(s.State)
+		}
+		msg := s.Mode + " " + string(s.State)
+		if s.Error != "" {
+			msg += ": " + s.Error
+		}
+		down = append(down, msg)
+	}
+	if c.Status == corev1.ConditionTrue {
+		c.Message = strings.Join(up, " and ") + " up on node " + snaps[0].Node
+	} else {
+		c.Message = strings.Join(down, "; ")
+	}
+	return c
+}
+
+// conditionReason is the condition reason of a tunnel state (CamelCase).
+func conditionReason(s tunnel.State) string {
+	switch s {
+	case tunnel.StateWaiting:
+		return "WaitingForNode"
+	case tunnel.StateConnecting:
+		return "Connecting"
+	case tunnel.StateHostKeyRejected:
+		return "HostKeyRejected"
+	}
+	return "TunnelDown"
+}
+
+// setCondition puts c in conds, in place of one of its type; the
+// transition time of an unchanged status is kept. It reports whether conds
+// changed.
+func setCondition(conds *[]corev1.PodCondition, c corev1.PodCondition) bool {
+	for i, old := range *conds {
+		if old.Type != c.Type {
+			continue
+		}
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		if old == c {
+			return false
+		}
+		(*conds)[i] = c
+		return true
+	}
+	*conds = append(*conds, c)
+	return true
+}

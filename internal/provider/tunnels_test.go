@@ -1,0 +1,105 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/tunnel"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// tunnelCond returns the TunnelReady condition of the pod last pushed.
+func (h *harness) tunnelCond(pod *corev1.Pod) *corev1.PodCondition {
+	got := h.last(pod)
+	if got == nil {
+		return nil
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == ConditionTunnelReady {
+			return &c
+		}
+	}
+	return nil
+}
+
+func (h *harness) waitTunnelCond(pod *corev1.Pod, status corev1.ConditionStatus, reason, msg string) {
+	h.t.Helper()
+	h.waitFor("condition TunnelReady "+string(status)+" "+reason, func() bool {
+		c := h.tunnelCond(pod)
+		return c != nil && c.Status == status && c.Reason == reason && strings.Contains(c.Message, msg)
+	})
+}
+
+func TestTunnelStateGivesEventsAndCondition(t *testing.T) {
+	pod := testPod("tunneled")
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+	shadows := &fakeShadows{}
+	h := newHarness(t, func(c *Config) { c.Shadows = shadows }, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	h.waitPhase(pod, corev1.PodRunning)
+
+	// The job runs, but the shadow has no pod yet.
+	h.waitTunnelCond(pod, corev1.ConditionFalse, "ShadowPodMissing", "no pod")
+
+	shadows.mu.Lock()
+	shadows.pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-shadow", Name: "s-abc",
+		Labels: map[string]string{shadow.LabelPodUID: string(pod.UID)}}}
+	shadows.mu.Unlock()
+	fwd := func(state tunnel.State, node, err string, ups int) tunnel.Snapshot {
+		return tunnel.Snapshot{Mode: "forward", State: state, Node: node, Error: err, Ups: ups}
+	}
+	h.waitTunnelCond(pod, corev1.ConditionFalse, "ShadowNotRunning", "not running")
+
+	shadows.setTunnels(fwd(tunnel.StateConnecting, "node1", "", 0))
+	h.waitTunnelCond(pod, corev1.ConditionFalse, "Connecting", "forward connecting")
+
+	shadows.setTunnels(fwd(tunnel.StateUp, "node1", "", 1))
+	h.waitEvent("Normal TunnelReady forward tunnel up: node node1 reached over SSH")
+	h.waitTunnelCond(pod, corev1.ConditionTrue, "TunnelsUp", "forward up on node node1")
+
+	shadows.setTunnels(fwd(tunnel.StateDown, "node1", "ssh connection to the compute node lost: EOF", 1))
+	h.waitEvent("Warning TunnelLost forward tunnel down (node node1): ssh connection to the compute node lost: EOF; reconnecting")
+	h.waitTunnelCond(pod, corev1.ConditionFalse, "TunnelDown", "forward down: ssh connection to the compute node lost: EOF")
+
+	shadows.setTunnels(fwd(tunnel.StateUp, "node1", "", 2))
+	h.waitEvent("Normal TunnelBack forward tunnel up again: node node1")
+	h.waitTunnelCond(pod, corev1.ConditionTrue, "TunnelsUp", "")
+
+	shadows.setTunnels(fwd(tunnel.StateHostKeyRejected, "node2", "host key mismatch for node2:22", 2))
+	h.waitEvent("Warning TunnelHostKeyRejected forward tunnel refused a host key on the way to node node2 and sent nothing")
+	h.waitTunnelCond(pod, corev1.ConditionFalse, "HostKeyRejected", "host key mismatch for node2:22")
+
+	// The status the job gives the pod keeps the condition.
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateCompleted, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true, Finished: true}}})
+	h.waitPhase(pod, corev1.PodSucceeded)
+	if c := h.tunnelCond(pod); c == nil || c.Reason != "HostKeyRejected" {
+		t.Errorf("condition after the job ended: %+v; want the last one, HostKeyRejected", c)
+	}
+
+	// Each change was told once.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	counts := map[string]int{}
+	for _, e := range h.events {
+		for _, r := range []string{EventTunnelReady, EventTunnelLost, EventTunnelBack, EventTunnelHostKey} {
+			if strings.Contains(e, " "+r+" ") {
+				counts[r]++
+			}
+		}
+	}
+	for _, r := range []string{EventTunnelReady, EventTunnelLost, EventTunnelBack, EventTunnelHostKey} {
+		if counts[r] != 1 {
+			t.Errorf("%d %s Events; want 1 (events %q)", counts[r], r, h.events)
+		}
+	}
+}
