@@ -12,11 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestKeptInitContainerRunsInTheShadowFirst: an init container the pod keeps
-// out of the job runs in the shadow; the job starts after it, and its logs
-// are read with kubectl logs -c from the offloaded pod.
+// TestKeptInitContainerRunsInTheShadowFirst: on a node confined to the
+// test's namespace, an init container the pod keeps out of the job runs in
+// the shadow (in that namespace); the job starts after it, and its logs are
+// read with kubectl logs -c from the offloaded pod.
 func TestKeptInitContainerRunsInTheShadowFirst(t *testing.T) {
-	e := newTunnelEnv(t)
+	e := newTunnelEnv(t, tunnelOpts{network: "  TenantNamespace: $NAMESPACE\n  RefuseForeignPods: true\n"})
 	pod := e.pod("kept", "echo job ran after setup")
 	pod.Annotations = map[string]string{annotations.DisableOffloadInitContainers: "setup"}
 	pod.Spec.InitContainers = []corev1.Container{{
@@ -39,4 +40,7 @@ func TestKeptInitContainerRunsInTheShadowFirst(t *testing.T) {
 		t.Errorf("got main logs %q; want the job's line", main)
 	}
 	e.waitEvent(created, "submitted as Slurm job")
+	if sp := e.shadowPod(created, e.ns); sp.Namespace != e.ns {
+		t.Errorf("shadow pod in %s; want the tenant namespace %s", sp.Namespace, e.ns)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 )
 
 // loginNetns is the network namespace the rig runs the login node's sshd in.
@@ -41,11 +42,7 @@ func (e *env) cutLogin() (restore func()) {
 	if len(pids) == 0 {
 		e.t.Fatalf("no sshd session of %s in %s; want the virtual kubelet's", user, loginNetns)
 	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			e.t.Fatalf("kill sshd session %d: %v", pid, err)
-		}
-	}
+	killAll(e.t, pids)
 	e.t.Logf("login sshd stopped, %d session processes of %s killed", len(pids), user)
 	return restore
 }
@@ -73,4 +70,14 @@ func sessionPids(ns, user string) ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// killAll kills the processes pids; one already gone is fine.
+func killAll(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("kill sshd session %d: %v", pid, err)
+		}
+	}
 }

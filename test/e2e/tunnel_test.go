@@ -64,31 +64,45 @@ const (
 	nodeHostKeys  = "hpc-node-keys"
 )
 
+// tunnelOpts change the env newTunnelEnv makes.
+type tunnelOpts struct {
+	ssh     string // more keys of Network.SSH, indented four spaces
+	network string // more keys of Network, indented two spaces; $NAMESPACE is the test's
+	// nodeKnownHosts replaces the rig's pinned node host keys in the
+	// hpc-node-keys ConfigMap when not empty.
+	nodeKnownHosts string
+}
+
 // newTunnelEnv is an env whose node makes shadows (forward and reverse),
 // with the credentials in its namespace and the rig's host node running
 // the shadow pods with the sluice-tunnel built here.
-func newTunnelEnv(t *testing.T) *env {
+func newTunnelEnv(t *testing.T, opts ...tunnelOpts) *env {
 	t.Helper()
+	var o tunnelOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	network := fmt.Sprintf(`    KeySecret: %s
     LoginHostKeys: %s
     NodeHostKeys: %s
     ReplicateCredentials: true
-    Reverse:
+%s    Reverse:
       Enabled: true
   EnableTunnel: true
   ShadowMode: ssh
-`, keySecret, loginHostKeys, nodeHostKeys)
+%s`, keySecret, loginHostKeys, nodeHostKeys, o.ssh, o.network)
 	relay := buildBin(t, "./cmd/sluice-relay")
 	return newEnvWith(t, network, func(e *env) {
 		e.vkArgs = []string{"--namespace", e.ns, "--relay-binary", relay}
-		e.credentials()
+		e.credentials(o.nodeKnownHosts)
 		e.startHostNode()
 	})
 }
 
 // credentials stores alice's key and the pinned known_hosts in the
-// namespace, as a site administrator would.
-func (e *env) credentials() {
+// namespace, as a site administrator would; nodeKnownHosts, when not empty,
+// replaces the rig's node host keys.
+func (e *env) credentials(nodeKnownHosts string) {
 	ctx := context.Background()
 	read := func(key string) []byte {
 		b, err := os.ReadFile(e.rig.Get(e.t, key))
@@ -102,7 +116,11 @@ func (e *env) credentials() {
 		e.t.Fatalf("create secret: %v", err)
 	}
 	for name, key := range map[string]string{loginHostKeys: "RIG_KNOWN_HOSTS", nodeHostKeys: "RIG_NODE_KNOWN_HOSTS"} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"known_hosts": string(read(key))}}
+		data := string(read(key))
+		if name == nodeHostKeys && nodeKnownHosts != "" {
+			data = nodeKnownHosts
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"known_hosts": data}}
 		if _, err := e.client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create configmap: %v", err)
 		}

@@ -95,7 +95,7 @@ func newEnv(t *testing.T) *env {
 
 // newEnvWith is newEnv with network appended to the configuration after
 // the keys of Network.SSH (indent four spaces for more SSH keys, two for
-// Network's own); setup runs once the namespace exists, before sluice-vk
+// Network's own; $NAMESPACE stands for the test's namespace); setup runs once the namespace exists, before sluice-vk
 // starts, and may set e.vkArgs.
 func newEnvWith(t *testing.T, network string, setup func(e *env)) *env {
 	t.Helper()
@@ -115,6 +115,7 @@ func newEnvWith(t *testing.T, network string, setup func(e *env)) *env {
 	s := suffix()
 	e := &env{t: t, rig: rig, client: client, kubeconfig: kubeconfig,
 		node: "e2e-" + s, ns: "e2e-" + s, image: rig.Get(t, "RIG_IMAGE")}
+	network = strings.ReplaceAll(network, "$NAMESPACE", e.ns)
 
 	cfgText := fmt.Sprintf(`NodeName: %s
 Site:
