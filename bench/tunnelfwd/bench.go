@@ -1,0 +1,270 @@
+//go:build bench
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// test is one measurement, run on every path each round.
+type test struct {
+	key  string // names it in the records
+	spec loadSpec
+}
+
+// sample is one run of a test on a path.
+type sample struct {
+	res *loadResult
+	cpu time.Duration // CPU time of the tunnel's processes during the run
+}
+
+// bench is a run of the benchmark.
+type bench struct {
+	o       options
+	self    string // the executable, readable by the site user
+	dir     string
+	paths   []*path
+	records map[string]map[string][]sample // test key → path name → one per round
+	memIdle map[string]memory
+	memLoad map[string]memory
+	procs   map[string]string // path name → its processes, for the notes
+	load    [2]string         // the machine's load averages before and after the rounds
+}
+
+func run(ctx context.Context, o options) (err error) {
+	r, err := loadRig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "tunnelfwd-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintf(os.Stderr, "tunnelfwd: work directory %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	b := &bench{o: o, dir: dir, records: map[string]map[string][]sample{},
+		memIdle: map[string]memory{}, memLoad: map[string]memory{}, procs: map[string]string{}}
+	if b.self, err = copySelf(dir); err != nil {
+		return err
+	}
+	bin := o.tunnelBin
+	if bin == "" {
+		fmt.Fprintln(os.Stderr, "tunnelfwd: building sluice-tunnel")
+		if bin, err = buildTunnel(ctx, dir); err != nil {
+			return err
+		}
+	}
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	server, err := startServer(r, b.self, dir, port)
+	if err != nil {
+		return err
+	}
+	defer server.stop()
+	defer func() {
+		for _, p := range b.paths {
+			p.stop()
+		}
+	}()
+	for _, name := range o.paths {
+		p, err := b.startPath(r, name, bin, port)
+		if err != nil {
+			return err
+		}
+		b.paths = append(b.paths, p)
+	}
+	for _, p := range b.paths {
+		if p.proc == nil {
+			continue
+		}
+		if err := waitReady(p, 30*time.Second); err != nil {
+			return err
+		}
+		if b.memIdle[p.name], err = memoryOf(p.pids()); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "tunnelfwd: job server on the node's 127.0.0.1:%d; %d rounds\n", port, o.rounds)
+
+	start := time.Now()
+	b.load[0] = loadAvg()
+	if err := b.rounds(ctx); err != nil {
+		return err
+	}
+	for _, p := range b.paths {
+		if p.proc == nil {
+			continue
+		}
+		if b.memLoad[p.name], err = memoryOf(p.pids()); err != nil {
+			return err
+		}
+		b.procs[p.name] = describe(p.pids())
+	}
+	b.load[1] = loadAvg()
+	fmt.Fprintf(os.Stderr, "tunnelfwd: rounds took %v\n", time.Since(start).Round(time.Second))
+	b.report(os.Stdout)
+
+	if o.cpuProfile != "" {
+		return profileForward(ctx, b, r, port)
+	}
+	return nil
+}
+
+func (b *bench) startPath(r *rig, name, bin string, port int) (*path, error) {
+	switch name {
+	case pathSluice:
+		return startSluice(r, bin, b.dir, port)
+	case pathDirect:
+		return direct(port), nil
+	}
+	local, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	ciphers := ""
+	if name == pathOpenSSHGCM {
+		ciphers = "aes128-gcm@openssh.com"
+	}
+	return startOpenSSH(r, name, b.dir, local, port, ciphers)
+}
+
+// tests returns the measurements of a round, in order.
+func (b *bench) tests() []test {
+	o := b.o
+	s := func(t string, streams int) loadSpec {
+		return loadSpec{Test: t, Streams: streams, Warmup: o.warmup, Duration: o.duration, Samples: o.samples}
+	}
+	n := strconv.Itoa(o.streams)
+	return []test{
+		{"down1", s(testDown, 1)},
+		{"down" + n, s(testDown, o.streams)},
+		{"up1", s(testUp, 1)},
+		{"up" + n, s(testUp, o.streams)},
+		{"setup", s(testSetup, 1)},
+		{"ping1", s(testPing, 1)},
+		{"ping" + n, s(testPing, o.streams)},
+		{"newconn" + n, s(testNewConn, o.streams)},
+	}
+}
+
+// rounds runs every test on every path, each round in another order of
+// the paths, so that the load of other work on the machine falls on all
+// of them alike.
+func (b *bench) rounds(ctx context.Context) error {
+	for round := range b.o.rounds {
+		for _, t := range b.tests() {
+			for i := range b.paths {
+				p := b.paths[(i+round)%len(b.paths)]
+				if p.proc != nil && p.proc.exited() {
+					return fmt.Errorf("%s exited during the run (see %s)", p.name, p.log)
+				}
+				sm, err := b.measure(ctx, p, t.spec)
+				if err != nil {
+					return fmt.Errorf("round %d, %s on %s: %w", round+1, t.key, p.name, err)
+				}
+				if b.records[t.key] == nil {
+					b.records[t.key] = map[string][]sample{}
+				}
+				b.records[t.key][p.name] = append(b.records[t.key][p.name], sm)
+				fmt.Fprintf(os.Stderr, "round %d %-10s %-12s %s\n", round+1, t.key, p.name, sm.summary(t.spec.Test))
+			}
+		}
+	}
+	return nil
+}
+
+// measure runs one load test on p, in a process of its own (in the node's
+// network namespace for the direct path), and the tunnel's CPU time
+// meanwhile.
+func (b *bench) measure(ctx context.Context, p *path, spec loadSpec) (sample, error) {
+	spec.Addr = p.addr
+	argv := append([]string{b.self, "load"}, spec.args()...)
+	if p.netns != "" {
+		argv = append([]string{"ip", "netns", "exec", p.netns}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	pids := p.pids()
+	cpu0 := cpuTime(pids)
+	err := cmd.Run()
+	cpu := cpuTime(pids) - cpu0
+	if err != nil {
+		return sample{}, fmt.Errorf("load: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var res loadResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		return sample{}, fmt.Errorf("load: result: %w", err)
+	}
+	// Let the tunnel tear the test's connections down before the next.
+	select {
+	case <-ctx.Done():
+		return sample{}, ctx.Err()
+	case <-time.After(200 * time.Millisecond):
+	}
+	return sample{res: &res, cpu: cpu}, nil
+}
+
+// summary is one line of progress for a sample of a test.
+func (s sample) summary(test string) string {
+	r := s.res
+	var out string
+	switch test {
+	case testDown, testUp:
+		out = fmt.Sprintf("%8.1f MB/s", float64(r.Count)/r.Seconds/1e6)
+	case testSetup:
+		out = fmt.Sprintf("p50 %.2f ms p99 %.2f ms", percentile(r.SetupMicros, 50)/1e3, percentile(r.SetupMicros, 99)/1e3)
+	default:
+		out = fmt.Sprintf("%8.0f req/s", float64(r.Count)/r.Seconds)
+	}
+	out += fmt.Sprintf("  cpu %v", s.cpu)
+	if r.Errors > 0 {
+		out += fmt.Sprintf("  errors %d (%s)", r.Errors, r.FirstErr)
+	}
+	return out
+}
+
+// describe names pids and their commands, for the notes.
+func describe(pids []int) string {
+	var out []byte
+	for i, pid := range pids {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		rss, _, _ := readStatus(pid)
+		if i > 0 {
+			out = append(out, ", "...)
+		}
+		out = fmt.Appendf(out, "%s %.1f MiB", bytes.TrimSpace(comm), float64(rss)/(1<<20))
+	}
+	return string(out)
+}
+
+// loadAvg returns the machine's 1, 5 and 15-minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return "?"
+	}
+	return string(bytes.Join(f[:3], []byte(" ")))
+}

@@ -1,0 +1,254 @@
+//go:build bench
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// figure is one row of the report: a value per path, and how to compare.
+type figure struct {
+	label string
+	// values per path name; a path without a value is left out ("n/a").
+	values map[string]float64
+	// spread per path name, "min–max" over the rounds; may be empty.
+	spread map[string]string
+	// ratio returns a/b for two paths; nil to divide the values.
+	ratio  func(a, b string) (float64, bool)
+	format string // of a value
+}
+
+// report writes the figures as a Markdown table.
+func (b *bench) report(w io.Writer) {
+	n := strconv.Itoa(b.o.streams)
+	figs := []figure{
+		b.rate("down1", "throughput node → client, 1 stream (MB/s)", 1e6),
+		b.rate("down"+n, "throughput node → client, "+n+" streams (MB/s)", 1e6),
+		b.rate("up1", "throughput client → node, 1 stream (MB/s)", 1e6),
+		b.rate("up"+n, "throughput client → node, "+n+" streams (MB/s)", 1e6),
+		b.setup(50),
+		b.setup(99),
+		b.rate("ping1", "requests/s, 64 B, 1 kept connection", 1),
+		b.rate("ping"+n, "requests/s, 64 B, "+n+" kept connections", 1),
+		b.rate("newconn"+n, "requests/s, 64 B, new connection each, "+n+" workers", 1),
+		b.cpuPerGB(),
+		b.mem("tunnel RSS after start, idle (MiB)", b.memIdle, false),
+		b.mem("tunnel RSS after the load (MiB)", b.memLoad, false),
+		b.mem("tunnel peak RSS, VmHWM (MiB)", b.memLoad, true),
+	}
+
+	var names, ratios [][2]string // ratios: numerator, denominator
+	for _, p := range b.paths {
+		names = append(names, [2]string{p.name, title(p.name)})
+	}
+	has := func(n string) bool { return slices.ContainsFunc(b.paths, func(p *path) bool { return p.name == n }) }
+	for _, p := range b.paths {
+		if has(pathSluice) && p.name != pathSluice && p.name != pathDirect {
+			ratios = append(ratios, [2]string{pathSluice, p.name})
+		}
+	}
+	for _, p := range b.paths {
+		if has(pathDirect) && p.name != pathDirect {
+			ratios = append(ratios, [2]string{p.name, pathDirect})
+		}
+	}
+
+	head := []string{"figure"}
+	for _, n := range names {
+		head = append(head, n[1])
+	}
+	for _, r := range ratios {
+		head = append(head, r[0]+"/"+r[1])
+	}
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, f := range figs {
+		row := []string{f.label}
+		for _, n := range names {
+			v, ok := f.values[n[0]]
+			switch {
+			case !ok:
+				row = append(row, "n/a")
+			case f.spread[n[0]] != "":
+				row = append(row, fmt.Sprintf(f.format, v)+" ("+f.spread[n[0]]+")")
+			default:
+				row = append(row, fmt.Sprintf(f.format, v))
+			}
+		}
+		for _, r := range ratios {
+			x, ok := f.ratioOf(r[0], r[1])
+			if !ok {
+				row = append(row, "n/a")
+				continue
+			}
+			row = append(row, fmt.Sprintf("%.2f", x))
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Values: median over %d rounds (min–max of the rounds); ratios of throughput and requests: median of the per-round ratios; set-up: %d connections per path per round, pooled.\n", b.o.rounds, b.o.samples)
+	fmt.Fprintf(w, "Load averages (1, 5, 15 min) before the rounds: %s; after: %s.\n", b.load[0], b.load[1])
+	for _, p := range b.paths {
+		if s := b.procs[p.name]; s != "" {
+			fmt.Fprintf(w, "Processes of %s after the load: %s.\n", p.name, s)
+		}
+	}
+	for _, p := range b.paths {
+		if e := b.errors(p.name); e != "" {
+			fmt.Fprintf(w, "Errors on %s: %s.\n", p.name, e)
+		}
+	}
+}
+
+func (f figure) ratioOf(a, b string) (float64, bool) {
+	if f.ratio != nil {
+		return f.ratio(a, b)
+	}
+	va, oka := f.values[a]
+	vb, okb := f.values[b]
+	if !oka || !okb || vb == 0 {
+		return 0, false
+	}
+	return va / vb, true
+}
+
+func title(name string) string {
+	switch name {
+	case pathSluice:
+		return "sluice-tunnel"
+	case pathOpenSSH:
+		return "OpenSSH -J -L"
+	case pathOpenSSHGCM:
+		return "OpenSSH -J -L, aes128-gcm"
+	}
+	return name
+}
+
+// rate is the count per second of test key, divided by unit.
+func (b *bench) rate(key, label string, unit float64) figure {
+	f := figure{label: label, values: map[string]float64{}, spread: map[string]string{}, format: "%.0f"}
+	if unit == 1e6 {
+		f.format = "%.1f"
+	}
+	per := map[string][]float64{}
+	for name, samples := range b.records[key] {
+		for _, s := range samples {
+			per[name] = append(per[name], float64(s.res.Count)/s.res.Seconds/unit)
+		}
+		vs := slices.Clone(per[name])
+		slices.Sort(vs)
+		f.values[name] = median(vs)
+		f.spread[name] = fmt.Sprintf(f.format+"–"+f.format, vs[0], vs[len(vs)-1])
+	}
+	f.ratio = func(a, b string) (float64, bool) {
+		va, vb := per[a], per[b]
+		if len(va) == 0 || len(va) != len(vb) {
+			return 0, false
+		}
+		var rs []float64
+		for i := range va {
+			if vb[i] > 0 {
+				rs = append(rs, va[i]/vb[i])
+			}
+		}
+		if len(rs) == 0 {
+			return 0, false
+		}
+		slices.Sort(rs)
+		return median(rs), true
+	}
+	return f
+}
+
+// setup is percentile p of the set-up times of every round, in ms.
+func (b *bench) setup(p float64) figure {
+	f := figure{label: fmt.Sprintf("connection set-up p%.0f (ms)", p), values: map[string]float64{}, format: "%.2f"}
+	for name, samples := range b.records["setup"] {
+		var all []int64
+		for _, s := range samples {
+			all = append(all, s.res.SetupMicros...)
+		}
+		if len(all) > 0 {
+			f.values[name] = percentile(all, p) / 1e3
+		}
+	}
+	return f
+}
+
+// cpuPerGB is the tunnel's CPU time per GB carried by the throughput tests.
+func (b *bench) cpuPerGB() figure {
+	f := figure{label: "tunnel CPU per GB carried, throughput tests (s)", values: map[string]float64{}, format: "%.2f"}
+	for _, p := range b.paths {
+		if p.proc == nil {
+			continue
+		}
+		var cpu, bytes float64
+		for key, per := range b.records {
+			if !strings.HasPrefix(key, "down") && !strings.HasPrefix(key, "up") {
+				continue
+			}
+			for _, s := range per[p.name] {
+				cpu += s.cpu.Seconds()
+				bytes += float64(s.res.Total)
+			}
+		}
+		if bytes > 0 {
+			f.values[p.name] = cpu / (bytes / 1e9)
+		}
+	}
+	return f
+}
+
+func (b *bench) mem(label string, m map[string]memory, peak bool) figure {
+	f := figure{label: label, values: map[string]float64{}, format: "%.1f"}
+	for name, v := range m {
+		x := v.rss
+		if peak {
+			x = v.peak
+		}
+		f.values[name] = float64(x) / (1 << 20)
+	}
+	return f
+}
+
+// errors sums the errors of the tests on path name, with the first one.
+func (b *bench) errors(name string) string {
+	var n int64
+	first := ""
+	for key, per := range b.records {
+		for _, s := range per[name] {
+			n += s.res.Errors
+			if first == "" && s.res.FirstErr != "" {
+				first = key + ": " + s.res.FirstErr
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d (first: %s)", n, first)
+}
+
+// median of sorted values.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// percentile p (nearest rank) of values, unsorted.
+func percentile(values []int64, p float64) float64 {
+	if len(values) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(values)
+	slices.Sort(s)
+	rank := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return float64(s[max(rank, 0)])
+}

@@ -1,0 +1,334 @@
+//go:build bench
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// chain is one way for the job to reach the servers: the client connects to
+// echo (the Go server) and redis.
+type chain struct {
+	name  string
+	echo  string
+	redis string
+	// parts are the processes the chain adds on the node and the cluster
+	// side, whose memory and CPU are measured; none for the direct path.
+	parts []*proc
+}
+
+// roots returns the pids of the chain's parts.
+func (c *chain) roots() []int {
+	pids := make([]int, len(c.parts))
+	for i, p := range c.parts {
+		pids[i] = p.pid()
+	}
+	return pids
+}
+
+// Chain names, as the report writes them.
+const (
+	chainSluice  = "sluice"
+	chainOpenSSH = "OpenSSH+socat"
+	chainDirect  = "direct"
+)
+
+// env is everything the benchmark started, for the chains and for cleanup.
+type env struct {
+	rig   *rig
+	work  string // the work directory: binaries, logs, ssh config
+	relay string // binaries
+	tun   string
+	self  string
+
+	procs []*proc  // started, stopped in reverse order
+	dirs  []string // socket directories made
+
+	hostEcho   string // the Go server on the cluster side
+	directHost string // an address of the login node the compute node reaches
+}
+
+// run starts cmd as a part named name, logging to the work directory.
+func (e *env) run(name string, cmd *exec.Cmd) (*proc, error) {
+	p, err := start(name, cmd, filepath.Join(e.work, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	e.procs = append(e.procs, p)
+	return p, nil
+}
+
+// cleanup stops every process started, last first, and removes the socket
+// directories.
+func (e *env) cleanup() {
+	for i := len(e.procs) - 1; i >= 0; i-- {
+		e.procs[i].stop()
+	}
+	for _, d := range e.dirs {
+		os.RemoveAll(d)
+	}
+}
+
+// logTail returns the end of a part's log, for an error message.
+func (e *env) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(e.work, name+".log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// startServer starts cmd, this program's server, and returns the address
+// it prints.
+func (e *env) startServer(name string, cmd *exec.Cmd) (string, error) {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if _, err := e.run(name, cmd); err != nil {
+		return "", err
+	}
+	addr, err := firstLine(out)
+	if err != nil {
+		return "", fmt.Errorf("%s: no address: %w: %s", name, err, e.logTail(name))
+	}
+	return addr, nil
+}
+
+// findDirectHost returns the login node's address on the compute node's
+// link: the one address the compute node reaches outside itself.
+func (e *env) findDirectHost(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "nsenter", "--net="+loginNetns, "ip", "-4", "-o", "addr", "show").Output()
+	if err != nil {
+		return "", fmt.Errorf("login node's addresses: %w", err)
+	}
+	node := net.ParseIP(e.rig.nodeAddr)
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] != "inet" {
+				continue
+			}
+			ip, n, err := net.ParseCIDR(f[i+1])
+			if err == nil && n.Contains(node) && !ip.Equal(node) {
+				return ip.String(), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("the login node has no address on the compute node's link (%s)", e.rig.nodeAddr)
+}
+
+// startDirect starts copies of the servers on the login node's address on
+// the compute node's link (the compute node reaches nothing else): the Go
+// server and a Redis with the cluster Redis's settings.
+func (e *env) startDirect(ctx context.Context) (*chain, error) {
+	echo, err := e.startServer("direct-server", e.rig.asUser(ctx, loginNetns, e.self, "serve", "-listen", net.JoinHostPort(e.directHost, "0")))
+	if err != nil {
+		return nil, err
+	}
+	var redisAddr string
+	for try := 0; ; try++ {
+		addr := net.JoinHostPort(e.directHost, strconv.Itoa(20000+rand.IntN(10000)))
+		host, port, _ := net.SplitHostPort(addr)
+		p, err := e.run("direct-redis", e.rig.asUser(ctx, loginNetns, "redis-server", "--bind", host, "--port", port,
+			"--save", "", "--appendonly", "no", "--protected-mode", "no", "--dir", e.work, "--logfile", ""))
+		if err != nil {
+			return nil, err
+		}
+		if err := e.waitRedis(ctx, addr, p); err == nil {
+			redisAddr = addr
+			break
+		} else if try == 2 {
+			return nil, fmt.Errorf("direct redis: %w: %s", err, e.logTail("direct-redis"))
+		}
+	}
+	return &chain{name: chainDirect, echo: echo, redis: redisAddr}, nil
+}
+
+// waitRedis waits until a Redis answers PING at addr from the compute node,
+// or p ends.
+func (e *env) waitRedis(ctx context.Context, addr string, p *proc) error {
+	host, port, _ := net.SplitHostPort(addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if !p.running() {
+			return errors.New("redis-server ended")
+		}
+		out, _ := e.rig.asUser(ctx, nodeNetns, "redis-cli", "-h", host, "-p", port, "ping").Output()
+		if strings.TrimSpace(string(out)) == "PONG" {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.stop()
+	return errors.New("no PONG within 10s")
+}
+
+// relayPorts are the ports the job's side listens on: for the Go server and
+// for Redis. Both chains use the same ports on their own addresses.
+type relayPorts struct{ echo, redis int }
+
+func pickPorts() relayPorts {
+	p := 30000 + rand.IntN(9999)
+	return relayPorts{echo: p, redis: p + 1}
+}
+
+// startSluice starts the sluice chain: the relay as the job starts it (as
+// the job's user on the compute node, on addr, with the job's shell, here
+// this program, as the parent) and `sluice-tunnel reverse` on the cluster
+// side, and waits until an echo goes through.
+func (e *env) startSluice(ctx context.Context, addr string, ports relayPorts) (*chain, error) {
+	dir, err := e.rig.socketDir()
+	if err != nil {
+		return nil, err
+	}
+	e.dirs = append(e.dirs, dir)
+	nodeFile := filepath.Join(e.work, "node")
+	if err := os.WriteFile(nodeFile, []byte(e.rig.node+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("node file: %w", err)
+	}
+	relay, err := e.run("sluice-relay", e.rig.asUser(ctx, nodeNetns, e.relay, "--addr", addr, "--dir", dir,
+		"--ports", fmt.Sprintf("%d,%d", ports.echo, ports.redis), "--parent-pid", strconv.Itoa(os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	tun, err := e.run("sluice-tunnel", exec.CommandContext(ctx, e.tun, "reverse",
+		"--login="+e.rig.loginAddr, "--user="+e.rig.user, "--key="+e.rig.key,
+		"--login-known-hosts="+e.rig.knownHosts, "--node-known-hosts="+e.rig.nodeKnownHosts,
+		"--node-file="+nodeFile, "--socket-dir="+dir,
+		fmt.Sprintf("--forward=%d=%s", ports.echo, e.hostEcho),
+		fmt.Sprintf("--forward=%d=%s", ports.redis, e.rig.redis)))
+	if err != nil {
+		return nil, err
+	}
+	c := &chain{name: chainSluice, parts: []*proc{relay, tun},
+		echo: net.JoinHostPort(addr, strconv.Itoa(ports.echo)), redis: net.JoinHostPort(addr, strconv.Itoa(ports.redis))}
+	want := []string{filepath.Join(dir, "rev-relay.ready"), sockPath(dir, ports.echo), sockPath(dir, ports.redis)}
+	if err := e.waitUp(ctx, c, want); err != nil {
+		return nil, fmt.Errorf("sluice chain: %w\nrelay: %s\ntunnel: %s", err, e.logTail("sluice-relay"), e.logTail("sluice-tunnel"))
+	}
+	return c, nil
+}
+
+// startOpenSSH starts the chain a user would build by hand: `ssh -J login
+// node -N -R sock:dest` for each endpoint, and socat as the relay on addr,
+// as the job's user on the compute node.
+func (e *env) startOpenSSH(ctx context.Context, addr string, ports relayPorts, cipher string) (*chain, error) {
+	dir, err := e.rig.socketDir()
+	if err != nil {
+		return nil, err
+	}
+	e.dirs = append(e.dirs, dir)
+	cfg, err := e.sshConfig(cipher)
+	if err != nil {
+		return nil, err
+	}
+	ssh, err := e.run("ssh", exec.CommandContext(ctx, "ssh", "-F", cfg, "-N",
+		"-J", e.rig.user+"@login", e.rig.user+"@"+e.rig.node,
+		"-R", sockPath(dir, ports.echo)+":"+e.hostEcho,
+		"-R", sockPath(dir, ports.redis)+":"+e.rig.redis))
+	if err != nil {
+		return nil, err
+	}
+	c := &chain{name: chainOpenSSH, parts: []*proc{ssh},
+		echo: net.JoinHostPort(addr, strconv.Itoa(ports.echo)), redis: net.JoinHostPort(addr, strconv.Itoa(ports.redis))}
+	if err := e.waitFiles(ctx, c, []string{sockPath(dir, ports.echo), sockPath(dir, ports.redis)}); err != nil {
+		return nil, fmt.Errorf("ssh -R: %w: %s", err, e.logTail("ssh"))
+	}
+	for i, port := range []int{ports.echo, ports.redis} {
+		s, err := e.run("socat-"+strconv.Itoa(i), e.rig.asUser(ctx, nodeNetns, "socat",
+			fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", port, addr), "UNIX-CONNECT:"+sockPath(dir, port)))
+		if err != nil {
+			return nil, err
+		}
+		c.parts = append(c.parts, s)
+	}
+	if err := e.waitUp(ctx, c, nil); err != nil {
+		return nil, fmt.Errorf("OpenSSH chain: %w\nssh: %s\nsocat: %s", err, e.logTail("ssh"), e.logTail("socat-0"))
+	}
+	return c, nil
+}
+
+// sshConfig writes the ssh client's configuration: the key, and the pinned
+// host keys of both hops, checked strictly. With -J, options reach the
+// jump's own ssh only through a file.
+func (e *env) sshConfig(cipher string) (string, error) {
+	path := filepath.Join(e.work, "ssh_config")
+	var ciphers string
+	if cipher != "" {
+		ciphers = "  Ciphers " + cipher + "\n"
+	}
+	cfg := fmt.Sprintf(`Host login
+  HostName %s
+  Port %s
+  UserKnownHostsFile %s
+Host %s
+  UserKnownHostsFile %s
+  StreamLocalBindUnlink yes
+  ExitOnForwardFailure yes
+Host *
+  User %s
+  IdentityFile %s
+  IdentitiesOnly yes
+  StrictHostKeyChecking yes
+  GlobalKnownHostsFile /dev/null
+  BatchMode yes
+%s`, e.rig.loginHost, e.rig.loginPort, e.rig.knownHosts, e.rig.node, e.rig.nodeKnownHosts, e.rig.user, e.rig.key, ciphers)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("ssh config: %w", err)
+	}
+	return path, nil
+}
+
+func sockPath(dir string, port int) string {
+	return filepath.Join(dir, "rev-"+strconv.Itoa(port)+".sock")
+}
+
+// waitFiles waits until each path exists, while every part of c runs.
+func (e *env) waitFiles(ctx context.Context, c *chain, paths []string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		missing := ""
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				missing = p
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		for _, p := range c.parts {
+			if !p.running() {
+				return fmt.Errorf("%s ended: %v", p.name, p.err)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s missing after 30s", missing)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitUp waits for paths, then for an echo through the chain.
+func (e *env) waitUp(ctx context.Context, c *chain, paths []string) error {
+	if err := e.waitFiles(ctx, c, paths); err != nil {
+		return err
+	}
+	_, err := e.client(ctx, c.echo, testProbe, "-duration", "20s")
+	return err
+}

@@ -1,0 +1,142 @@
+//go:build bench
+
+// Command tunnelrev is the benchmark of the reverse tunnel (issue 5, SPEC
+// S5 and S10). On the rig, a client run as the job's user on the compute
+// node reaches servers on the cluster side through three chains, measured
+// side by side in one run, their order turning each round:
+//
+//   - sluice: the job's sluice-relay (the real binary, started as the
+//     job's pre-exec snippet starts it) → rev-<port>.sock of the node
+//     sshd's remote forward → node sshd → login sshd → `sluice-tunnel
+//     reverse` (the real binary) → the server;
+//   - OpenSSH + socat: `ssh -J login node -N -R sock:host:port` and socat
+//     as the relay, what a user would build by hand;
+//   - direct: copies of the servers on the login node's address on the
+//     compute node's link, the only place outside itself the compute node
+//     reaches.
+//
+// The servers are this program's own (echo, sink, source) and Redis. It
+// measures throughput with 1 and 16 streams each way, connection set-up
+// (connect and one byte there and back), 64-byte request/response pairs,
+// redis-benchmark -q -t ping,set,get, and the memory and CPU of each
+// chain's parts, and writes a Markdown table with the ratios on standard
+// output. Run it as root from the module's root (it builds the relay and
+// the tunnel):
+//
+//	go build -tags bench -o /tmp/tunnelrev ./bench/tunnelrev && /tmp/tunnelrev [-rounds 5] [-duration 2s]
+//
+// The subcommands "serve" and "client" are the benchmark's own server and
+// client, run by it in the namespaces.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "serve":
+			os.Exit(serveMain(os.Args[2:]))
+		case "client":
+			os.Exit(clientMain(os.Args[2:]))
+		}
+	}
+	var o options
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds of every test through every chain")
+	flag.DurationVar(&o.duration, "duration", 2*time.Second, "length of each throughput and request/response test")
+	flag.IntVar(&o.setups, "setups", 200, "connection set-ups timed per chain and round")
+	flag.IntVar(&o.redisN, "redis-n", 20000, "requests per redis-benchmark test (-n)")
+	flag.StringVar(&o.cipher, "ssh-cipher", "", "Ciphers for the OpenSSH client (default: OpenSSH's own choice)")
+	flag.StringVar(&o.profile, "cpuprofile", "", "directory to write CPU profiles of every chain's parts to (perf record -g; read them with perf report -i)")
+	keep := flag.Bool("keep", false, "keep the work directory (binaries, logs), as after a failure")
+	flag.Parse()
+	if flag.NArg() > 0 || o.rounds < 1 || o.duration <= 0 || o.setups < 1 || o.redisN < 1 {
+		fmt.Fprintln(os.Stderr, "tunnelrev: bad arguments; see -h")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "tunnelrev:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, keep bool) (err error) {
+	r, err := loadRig()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "sluice-tunnelrev-")
+	if err != nil {
+		return fmt.Errorf("work directory: %w", err)
+	}
+	defer func() {
+		if keep || err != nil {
+			fmt.Fprintln(os.Stderr, "tunnelrev: work directory (binaries, logs) kept:", work)
+			return
+		}
+		os.RemoveAll(work)
+	}()
+	if err := os.Chmod(work, 0o755); err != nil {
+		return fmt.Errorf("work directory: %w", err)
+	}
+	e := &env{rig: r, work: work}
+	defer e.cleanup()
+	if e.relay, e.tun, e.self, err = build(ctx, work, os.Stderr); err != nil {
+		return err
+	}
+	if e.hostEcho, err = e.startServer("host-server", exec.CommandContext(ctx, e.self, "serve", "-listen", "127.0.0.1:0")); err != nil {
+		return err
+	}
+	if e.directHost, err = e.findDirectHost(ctx); err != nil {
+		return err
+	}
+	direct, err := e.startDirect(ctx)
+	if err != nil {
+		return err
+	}
+	// Addresses for the two relays in 127.0.0.0/8 of the compute node,
+	// and ports, picked at random so as not to meet other tests' relays.
+	base := net.IPv4(127, 77, byte(time.Now().UnixNano()%200+1), 0).To4()
+	ports := pickPorts()
+	sluice, err := e.startSluice(ctx, net.IPv4(base[0], base[1], base[2], 1).String(), ports)
+	if err != nil {
+		return err
+	}
+	openssh, err := e.startOpenSSH(ctx, net.IPv4(base[0], base[1], base[2], 2).String(), ports, o.cipher)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "tunnelrev: chains up: sluice %s, OpenSSH %s, direct %s (redis %s)\n", sluice.echo, openssh.echo, direct.echo, direct.redis)
+	chains := []*chain{sluice, openssh, direct}
+	if o.profile != "" {
+		stopProfiles, err := e.profile(ctx, o.profile, chains)
+		if err != nil {
+			return err
+		}
+		defer stopProfiles()
+	}
+	res, err := measure(ctx, e, chains, o)
+	if err != nil {
+		return err
+	}
+	for _, c := range chains {
+		for _, p := range c.parts {
+			if !p.running() {
+				return fmt.Errorf("%s ended during the run: %v", p.name, p.err)
+			}
+		}
+	}
+	report(os.Stdout, res, o)
+	return nil
+}

@@ -1,0 +1,59 @@
+//go:build bench
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// redisRate is one line of redis-benchmark -q: a test and its requests per
+// second.
+type redisRate struct {
+	name string
+	rps  float64
+}
+
+// redisBenchmark runs `redis-benchmark -q -t ping,set,get` as the job's
+// user on the compute node against addr.
+func (e *env) redisBenchmark(ctx context.Context, addr string, n int) ([]redisRate, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("redis-benchmark: %w", err)
+	}
+	cmd := e.rig.asUser(ctx, nodeNetns, "redis-benchmark", "-h", host, "-p", port, "-q", "-t", "ping,set,get", "-n", strconv.Itoa(n))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("redis-benchmark: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	rates := parseRedisQ(stdout.String())
+	if len(rates) == 0 {
+		return nil, fmt.Errorf("redis-benchmark: no rates in %q", stdout.String())
+	}
+	return rates, nil
+}
+
+// redisLine is a final line of redis-benchmark -q; progress lines before
+// it end in a carriage return.
+var redisLine = regexp.MustCompile(`^([A-Z_]+): ([0-9.]+) requests per second`)
+
+func parseRedisQ(out string) []redisRate {
+	var rates []redisRate
+	for _, line := range strings.FieldsFunc(out, func(r rune) bool { return r == '\r' || r == '\n' }) {
+		m := redisLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err == nil {
+			rates = append(rates, redisRate{name: m[1], rps: v})
+		}
+	}
+	return rates
+}

@@ -1,0 +1,160 @@
+//go:build bench
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"time"
+)
+
+// row is one figure of the report: a value for each chain, and whether
+// more is better.
+type row struct {
+	label  string
+	values map[string]float64
+	spread map[string][2]float64 // min and max over the rounds, if any
+	higher bool                  // more is better
+	format string
+}
+
+// report writes the table of figures and ratios, in Markdown.
+func report(w io.Writer, res *results, o options) {
+	var rows []row
+	figure := func(key, label string, higher bool, format string) {
+		byChain := res.values[key]
+		if byChain == nil {
+			return
+		}
+		r := row{label: label, values: map[string]float64{}, spread: map[string][2]float64{}, higher: higher, format: format}
+		for c, vs := range byChain {
+			r.values[c] = median(vs)
+			r.spread[c] = [2]float64{slices.Min(vs), slices.Max(vs)}
+		}
+		rows = append(rows, r)
+	}
+	figure("up1", "throughput job → cluster, 1 stream (MB/s)", true, "%.1f")
+	figure("up16", "throughput job → cluster, 16 streams (MB/s)", true, "%.1f")
+	figure("down1", "throughput cluster → job, 1 stream (MB/s)", true, "%.1f")
+	figure("down16", "throughput cluster → job, 16 streams (MB/s)", true, "%.1f")
+	for _, q := range []struct {
+		p     float64
+		label string
+	}{{0.50, "connection set-up p50 (ms)"}, {0.99, "connection set-up p99 (ms)"}} {
+		r := row{label: q.label, values: map[string]float64{}, format: "%.2f"}
+		for c, s := range res.setups {
+			r.values[c] = float64(percentile(s, q.p)) / float64(time.Millisecond)
+		}
+		rows = append(rows, r)
+	}
+	figure("rr1", "request/response 64 B, 1 connection (pairs/s)", true, "%.0f")
+	figure("rr16", "request/response 64 B, 16 connections (pairs/s)", true, "%.0f")
+	for _, t := range []string{"PING_INLINE", "PING_MBULK", "SET", "GET"} {
+		figure("redis "+t, "redis-benchmark "+t+" (requests/s)", true, "%.0f")
+	}
+	mem := func(label string, of map[string]usage, kb func(usage) int64) {
+		r := row{label: label, values: map[string]float64{}, format: "%.1f"}
+		for c, u := range of {
+			r.values[c] = float64(kb(u)) / 1024
+		}
+		rows = append(rows, r)
+	}
+	rss := func(u usage) int64 { return u.rssKB }
+	pss := func(u usage) int64 { return u.pssKB }
+	mem("RSS idle, relay + tunnel | socat + ssh (MiB)", res.idle, rss)
+	mem("RSS peak under load (MiB)", res.peak, rss)
+	mem("PSS idle (MiB)", res.idle, pss)
+	mem("PSS peak under load (MiB)", res.peak, pss)
+	cpu := row{label: "CPU of relay + tunnel | socat + ssh per GB moved (s)", values: map[string]float64{}, format: "%.2f"}
+	for c, d := range res.cpu {
+		if res.moved[c] > 0 {
+			cpu.values[c] = d.Seconds() / (float64(res.moved[c]) / 1e9)
+		}
+	}
+	rows = append(rows, cpu)
+
+	fmt.Fprintf(w, "%d rounds; throughput and request/response tests of %v, %d set-ups a round, redis-benchmark -n %d; medians over the rounds\n\n",
+		o.rounds, o.duration, o.setups, o.redisN)
+	fmt.Fprintln(w, "| figure | sluice | OpenSSH + socat | direct | sluice / OpenSSH | sluice / direct | OpenSSH / direct | sluice ahead |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		s, okS := r.values[chainSluice]
+		x, okX := r.values[chainOpenSSH]
+		d, okD := r.values[chainDirect]
+		val := func(v float64, ok bool) string {
+			if !ok {
+				return "—"
+			}
+			return fmt.Sprintf(r.format, v)
+		}
+		ratio := func(a, b float64, ok bool) string {
+			if !ok || b == 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.2f", a/b)
+		}
+		ahead := "—"
+		if okS && okX {
+			ahead = "no"
+			if r.higher && s > x || !r.higher && s < x {
+				ahead = "yes"
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.label, val(s, okS), val(x, okX), val(d, okD),
+			ratio(s, x, okS && okX), ratio(s, d, okS && okD), ratio(x, d, okX && okD), ahead)
+	}
+
+	fmt.Fprintln(w, "\nSpread over the rounds (min – max):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| figure | sluice | OpenSSH + socat | direct |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, r := range rows {
+		if r.spread == nil {
+			continue
+		}
+		cell := func(c string) string {
+			sp, ok := r.spread[c]
+			if !ok {
+				return "—"
+			}
+			return fmt.Sprintf(r.format+" – "+r.format, sp[0], sp[1])
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.label, cell(chainSluice), cell(chainOpenSSH), cell(chainDirect))
+	}
+	fmt.Fprintf(w, "\nset-ups measured: sluice %d, OpenSSH %d, direct %d\n", len(res.setups[chainSluice]), len(res.setups[chainOpenSSH]), len(res.setups[chainDirect]))
+	for _, c := range []string{chainSluice, chainOpenSSH, chainDirect} {
+		if f := res.failed[c]; len(f) > 0 {
+			fmt.Fprintf(w, "%s: tests that failed (a connection closed or reset) and were run again: %v\n", c, f)
+		}
+	}
+	for _, c := range []string{chainSluice, chainOpenSSH} {
+		fmt.Fprintf(w, "%s: %d processes idle, %d at peak; CPU %.2f s for %.2f GB moved by the throughput tests\n",
+			c, res.idle[c].procs, res.peak[c].procs, res.cpu[c].Seconds(), float64(res.moved[c])/1e9)
+	}
+}
+
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// percentile returns the p-quantile of ds, nearest rank.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
