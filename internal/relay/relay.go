@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +36,10 @@ type PortError struct {
 }
 
 func (e *PortError) Error() string {
+	if errors.Is(e.Err, syscall.EACCES) {
+		return fmt.Sprintf("port %d on %v is privileged on this node (below net.ipv4.ip_unprivileged_port_start): "+
+			"listen on a higher port with the form listenport:host:%d in interlink.eu/reverse-forwards (%v)", e.Port, e.Addr, e.Port, e.Err)
+	}
 	return fmt.Sprintf("port %d on %v is taken: %v", e.Port, e.Addr, e.Err)
 }
 

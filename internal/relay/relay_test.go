@@ -366,3 +366,18 @@ func refusedAs(uid uint32, server netip.AddrPort, mapped bool) (int, error) {
 		total += n
 	}
 }
+
+func TestPortErrorMessages(t *testing.T) {
+	addr := netip.MustParseAddr("127.0.7.9")
+	taken := &PortError{Addr: addr, Port: 6379, Err: fmt.Errorf("listen: %w", syscall.EADDRINUSE)}
+	if got := taken.Error(); !strings.Contains(got, "port 6379 on 127.0.7.9 is taken") {
+		t.Errorf("taken port: %q", got)
+	}
+	privileged := &PortError{Addr: addr, Port: 443, Err: fmt.Errorf("listen: %w", syscall.EACCES)}
+	got := privileged.Error()
+	for _, want := range []string{"port 443 on 127.0.7.9 is privileged", "net.ipv4.ip_unprivileged_port_start", "listenport:host:443"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("privileged port: %q lacks %q", got, want)
+		}
+	}
+}

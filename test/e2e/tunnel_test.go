@@ -125,12 +125,16 @@ func (e *env) credentials(nodeKnownHosts string) {
 			e.t.Fatalf("create configmap: %v", err)
 		}
 	}
-	redis := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "redis"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "redis", Port: 6379}}},
-	}
-	if _, err := e.client.CoreV1().Services("default").Create(ctx, redis, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		e.t.Fatalf("create service redis: %v", err)
+	// Redis as a selectorless Service in default and in the test's
+	// namespace, where a bare "redis" in reverse-forwards points.
+	for _, ns := range []string{"default", e.ns} {
+		redis := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "redis"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "redis", Port: 6379}}},
+		}
+		if _, err := e.client.CoreV1().Services(ns).Create(ctx, redis, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			e.t.Fatalf("create service %s/redis: %v", ns, err)
+		}
 	}
 	e.t.Cleanup(func() {
 		_ = e.client.CoreV1().Namespaces().Delete(context.Background(), e.ns+shadow.ShadowSuffix, metav1.DeleteOptions{})
@@ -153,6 +157,7 @@ func (e *env) startHostNode() {
 		// kept containers of the rig's busybox pods run on the host's sh
 		"--image", e.image+"=/bin/sh",
 		"--backend", "default/redis:6379="+redisAddr,
+		"--backend", e.ns+"/redis:6379="+redisAddr,
 		"--backend", "default/kubernetes:443=127.0.0.1:6443",
 		"--state-dir", filepath.Join(e.t.TempDir(), "hostnode"))
 	cmd.Stdout, cmd.Stderr = f, f

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Charliecloud image: a directory made from Debian's busybox-static, and
-# a check that alice can run it in the node namespace.
+# The Charliecloud image: a directory made from Debian's busybox-static, with
+# the rig's probe (test/probe, a TLS and Redis client busybox lacks) in
+# /usr/local/bin, and a check that alice can run it in the node namespace.
 set -euo pipefail
 
 RIG_IMAGE_DIR="${RIG_DIR}/images/busybox"
@@ -47,12 +48,29 @@ userns_up() {
 		die "image: unprivileged user namespaces still fail for ${RIG_USER}"
 }
 
+# image_probe builds test/probe static and installs it in the image when it
+# changed (go build's cache makes an unchanged build quick).
+image_probe() {
+	local repo tmp
+	repo="$(cd "${RIG_SRC_DIR}/../.." && pwd)"
+	tmp="$(mktemp)"
+	(cd "${repo}" && CGO_ENABLED=0 go build -trimpath -o "${tmp}" ./test/probe) ||
+		die "image: go build ./test/probe failed"
+	if ! cmp -s "${tmp}" "${RIG_IMAGE_DIR}/usr/local/bin/sluice-probe"; then
+		install -d -m 0755 "${RIG_IMAGE_DIR}/usr/local/bin"
+		install -m 0755 "${tmp}" "${RIG_IMAGE_DIR}/usr/local/bin/sluice-probe"
+		log "image: sluice-probe installed"
+	fi
+	rm -f "${tmp}"
+}
+
 image_up() {
 	install -d -m 0755 "${RIG_DIR}/images"
 	if ! cmp -s /bin/busybox "${RIG_IMAGE_DIR}/bin/busybox" || [[ ! -e "${RIG_IMAGE_DIR}/etc/group" ]]; then
 		log "image: building ${RIG_IMAGE_DIR}"
 		image_build
 	fi
+	image_probe
 	userns_up
 	local got
 	got="$(in_node runuser -u "${RIG_USER}" -- env USER="${RIG_USER}" \

@@ -25,6 +25,11 @@ net_up() {
 		# a netns starts with forwarding off; keep it so
 		in_netns_sysctl "${ns}" net.ipv4.ip_forward=0
 	done
+	# The compute node lets users bind ports below 1024 (a site's choice:
+	# without it a job's relay cannot listen on 443 for
+	# kubernetes.default.svc.cluster.local:443, and the pod maps the port
+	# instead, 8443:kubernetes.default.svc.cluster.local:443).
+	in_netns_sysctl "${NS_NODE}" net.ipv4.ip_unprivileged_port_start=0
 
 	if ! link_exists "" "${VETH_HOST}"; then
 		ip link add "${VETH_HOST}" type veth peer name "${VETH_LOGIN_UP}" netns "${NS_LOGIN}"

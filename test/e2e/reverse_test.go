@@ -1,0 +1,220 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// probeScript runs in a job with a reverse tunnel to Redis (bare name) and
+// the Kubernetes API (FQDN, TLS verified against the cluster CA mounted at
+// /mnt): one TLS GET, one PING over IPv6 v4-mapped, then a PING a second,
+// each result on a "tick N" line.
+const probeScript = `P=/usr/local/bin/sluice-probe
+echo "restart=${SLURM_RESTART_COUNT:-0}"
+$P tls --url https://kubernetes.default.svc.cluster.local:443/version --ca /mnt/ca.crt
+$P redis --addr redis:6379 --v4mapped
+i=0
+while [ $i -lt 600 ]; do
+	echo "tick $i $($P redis --addr redis:6379)"
+	i=$((i + 1))
+	sleep 1
+done
+`
+
+// reversePod is a pod running probeScript with its reverse forwards.
+func (e *env) reversePod(name string) *corev1.Pod {
+	pod := e.pod(name, probeScript)
+	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis:6379 kubernetes.default.svc.cluster.local:443"}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}},
+	}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ca", MountPath: "/mnt", ReadOnly: true}}
+	return pod
+}
+
+var tickLine = regexp.MustCompile(`^tick (\d+) (.*)$`)
+
+// ticks are the "tick N" results of the job's log, by N; none while the
+// log cannot be read (the container waits for the tunnel).
+func (e *env) ticks(name string) map[int]string {
+	out := map[int]string{}
+	b, err := e.client.CoreV1().Pods(e.ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := tickLine.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			out[n] = m[2]
+		}
+	}
+	return out
+}
+
+// lastTick is the highest tick number of the job's log, -1 if none.
+func lastTick(ticks map[int]string) int {
+	last := -1
+	for n := range ticks {
+		last = max(last, n)
+	}
+	return last
+}
+
+// waitTick waits until the job logs a tick after tick `after` that
+// contains want, and returns its number.
+func (e *env) waitTick(name string, after int, want string, timeout time.Duration) int {
+	e.t.Helper()
+	found := -1
+	e.waitFor(fmt.Sprintf("%s: a tick after %d with %q", name, after, want), timeout, func() bool {
+		for n, r := range e.ticks(name) {
+			if n > after && strings.Contains(r, want) {
+				found = n
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// asUserOnNode runs args as user in the compute node's network namespace.
+func asUserOnNode(user string, args ...string) (string, error) {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", nodeNetns, "runuser", "-u", user, "--"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// TestReverseTunnelReachesServicesByName: two pods on one node each reach
+// Redis by its bare Service name and the Kubernetes API by FQDN with TLS
+// verified, from inside their Charliecloud containers, at once, through
+// their own relay addresses; alice's IPv6 v4-mapped client is let through
+// and bob is refused over IPv4 and IPv6; the socket directories and sockets
+// are alice's alone; a dropped tunnel (node sessions killed, then the login
+// sshd restarted) refuses connections meanwhile and serves again without
+// the jobs restarting, told by Events.
+func TestReverseTunnelReachesServicesByName(t *testing.T) {
+	e := newTunnelEnv(t)
+	names := []string{"rev-a", "rev-b"}
+	var pods []*corev1.Pod
+	for _, n := range names {
+		pods = append(pods, e.create(e.reversePod(n)))
+	}
+	jobs := map[string]string{}
+	for i, n := range names {
+		jobs[n] = jobID(e.waitPod(n, "Running", 120*time.Second, phaseIs(corev1.PodRunning)))
+		e.waitTick(n, -1, "says +PONG", 120*time.Second)
+		log := strings.Join(e.logs(n, corev1.PodLogOptions{}), "\n")
+		if !strings.Contains(log, "tls ok: CN=kube-apiserver 200 OK") || !strings.Contains(log, `"gitVersion"`) {
+			t.Errorf("%s: no verified TLS GET of the Kubernetes API in the log:\n%s", n, log)
+		}
+		if !regexp.MustCompile(`redis \[::ffff:127\.[0-9.]+\]:6379 says \+PONG`).MatchString(log) {
+			t.Errorf("%s: alice's IPv6 v4-mapped client was not let through:\n%s", n, log)
+		}
+		e.waitEvent(pods[i], "reverse tunnel up")
+		e.waitTunnel(n, corev1.ConditionTrue, "reverse up on node ")
+	}
+
+	// Each pod has its own relay address.
+	var addrs []string
+	for _, p := range pods {
+		a, err := annotations.DeriveBind(string(p.UID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, a.String())
+	}
+	if addrs[0] == addrs[1] {
+		t.Fatalf("both pods have relay address %s", addrs[0])
+	}
+
+	// The socket directory and its sockets are alice's alone.
+	uid, err := strconv.Atoi(e.rig.Get(t, "RIG_USER_UID"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pods[0].UID))
+	checkOwned(t, dir, os.ModeDir|0o700, uid)
+	for _, port := range []int{6379, 443} {
+		checkOwned(t, filepath.Join(dir, fmt.Sprintf("rev-%d.sock", port)), os.ModeSocket|0o600, uid)
+	}
+
+	// bob, on the same node, is refused at pod A's relay, over IPv4 and
+	// IPv6 v4-mapped.
+	probe := filepath.Join(e.rig.Get(t, "RIG_IMAGE"), "usr", "local", "bin", "sluice-probe")
+	bob := e.rig.Get(t, "RIG_OTHER_USER")
+	for _, mapped := range []bool{false, true} {
+		args := []string{probe, "redis", "--addr", addrs[0] + ":6379"}
+		if mapped {
+			args = append(args, "--v4mapped")
+		}
+		out, err := asUserOnNode(bob, args...)
+		if err == nil || strings.Contains(out, "PONG") || !strings.HasPrefix(out, "failed:") {
+			t.Errorf("bob at %s (v4-mapped %t): %q, %v; want refused", addrs[0], mapped, out, err)
+		}
+	}
+
+	// The tunnel dropped: the node's sshd stopped and the sessions on it
+	// killed; connections meanwhile are refused, not hung.
+	user := e.rig.Get(t, "RIG_USER")
+	before := lastTick(e.ticks("rev-a"))
+	e.rig.Ctl(t, "stop", "sshd-node")
+	t.Cleanup(func() { e.rig.Ctl(t, "start", "sshd-node") })
+	pids, err := sessionPids(nodeNetns, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killAll(t, pids)
+	down := e.waitTick("rev-a", before, "failed:", 60*time.Second)
+	e.rig.Ctl(t, "start", "sshd-node")
+	if r := e.ticks("rev-a")[down]; strings.Contains(r, "timeout") || strings.Contains(r, "deadline") {
+		t.Errorf("tick %d while the tunnel was down: %q; want a refusal, not a hang", down, r)
+	}
+	// then the login node's sshd restarted (its sessions cut too)
+	restore := e.cutLogin()
+	time.Sleep(3 * time.Second)
+	restore()
+	restored := time.Now()
+	for _, n := range names {
+		e.waitTick(n, lastTick(e.ticks(n)), "says +PONG", 60*time.Second)
+	}
+	t.Logf("the jobs reach Redis again %v after the login sshd came back", time.Since(restored).Round(100*time.Millisecond))
+	e.waitEvent(pods[0], "reverse tunnel down")
+	e.waitEvent(pods[0], "reverse tunnel up again")
+	for _, n := range names {
+		got := e.waitPod(n, "still Running", 10*time.Second, phaseIs(corev1.PodRunning))
+		if jobID(got) != jobs[n] {
+			t.Errorf("%s: job %s now; want the same job %s", n, jobID(got), jobs[n])
+		}
+		if log := strings.Join(e.logs(n, corev1.PodLogOptions{}), "\n"); strings.Count(log, "restart=") != 1 {
+			t.Errorf("%s: the job started again:\n%s", n, log)
+		}
+	}
+}
+
+// checkOwned checks that path has mode (type and permissions) and owner uid.
+func checkOwned(t *testing.T, path string, mode os.FileMode, uid int) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Errorf("stat: %v", err)
+		return
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode() != mode || int(st.Uid) != uid {
+		t.Errorf("%s: %v owned by %d; want %v owned by %d", path, fi.Mode(), st.Uid, mode, uid)
+	}
+}
