@@ -250,3 +250,22 @@ func TestMissingConfigMapWaits(t *testing.T) {
 	}
 	h.waitEvent("submitted as Slurm job 101")
 }
+
+func TestRequeuedJobIsToldInAnEvent(t *testing.T) {
+	pod := testPod("rq")
+	h := newHarness(t, nil, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job 101")
+	h.jobs.setState("uid-rq", slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	h.waitPhase(pod, corev1.PodRunning)
+	// Slurm shows a requeued job PENDING again, held back until its BeginTime.
+	h.jobs.setState("uid-rq", slurm.Status{State: slurm.StatePending, Reason: "BeginTime"})
+	h.waitEvent("Warning Requeued Slurm job 101 requeued (PENDING: BeginTime)")
+	h.waitPhase(pod, corev1.PodPending)
+	h.jobs.setState("uid-rq", slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	h.waitPhase(pod, corev1.PodRunning)
+}

@@ -120,8 +120,10 @@ func (p *Provider) transitionEvents(pod *corev1.Pod, prev, cur slurm.Status) {
 	switch {
 	case phase == slurm.PhaseRunning && (prevPhase != slurm.PhaseRunning || prev.BatchHost != cur.BatchHost):
 		p.event(pod, corev1.EventTypeNormal, EventRunning, "Slurm job %s running on node %s", cur.JobID, orUnknown(cur.BatchHost))
-	case reason == slurm.ReasonRequeued && prev.State != "":
-		p.event(pod, corev1.EventTypeWarning, EventRequeued, "Slurm job %s requeued (%s)", cur.JobID, cur.State)
+	case reason == slurm.ReasonRequeued && prev.State != "",
+		// A requeued job is PENDING again, most often held back (BeginTime).
+		phase == slurm.PhasePending && prevPhase == slurm.PhaseRunning:
+		p.event(pod, corev1.EventTypeWarning, EventRequeued, "Slurm job %s requeued (%s%s)", cur.JobID, cur.State, reasonText(cur.Reason))
 	case phase == slurm.PhaseSucceeded:
 		p.event(pod, corev1.EventTypeNormal, EventSucceeded, "Slurm job %s completed on node %s", cur.JobID, orUnknown(cur.BatchHost))
 	case phase == slurm.PhaseFailed:
@@ -143,4 +145,11 @@ func exitText(js slurm.Status) string {
 		return ""
 	}
 	return ", exit code " + js.Exit.String()
+}
+
+func reasonText(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
 }

@@ -218,3 +218,48 @@ func checkOwned(t *testing.T, path string, mode os.FileMode, uid int) {
 		t.Errorf("%s: %v owned by %d; want %v owned by %d", path, fi.Mode(), st.Uid, mode, uid)
 	}
 }
+
+// TestReverseTunnelAfterRequeue: a requeue on the same node makes the
+// socket directory afresh; the tunnel's old session ends and a new one
+// serves the job's second run, without the shadow restarting.
+func TestReverseTunnelAfterRequeue(t *testing.T) {
+	e := newTunnelEnv(t)
+	pod := e.create(e.reversePod("rev-rq"))
+	running := e.waitPod("rev-rq", "Running", 120*time.Second, phaseIs(corev1.PodRunning))
+	e.waitTick("rev-rq", -1, "says +PONG", 120*time.Second)
+	e.waitEvent(pod, "reverse tunnel up")
+	dir := filepath.Join(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pod.UID))
+	inode := func() uint64 {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return 0
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	first := inode()
+	shadowBefore := e.shadowPod(pod, e.ns+"-shadow")
+
+	job := jobID(running)
+	if out, err := e.site.Run(context.Background(), nil, "scontrol", "requeue", job); err != nil {
+		t.Fatalf("scontrol requeue %s: %v: %s", job, err, out)
+	}
+	e.waitEvent(pod, "requeued")
+	// Slurm holds a requeued job back for about two minutes (BeginTime).
+	var second string
+	e.waitFor("the second run reaching Redis", 300*time.Second, func() bool {
+		b, err := e.client.CoreV1().Pods(e.ns).GetLogs("rev-rq", &corev1.PodLogOptions{}).DoRaw(context.Background())
+		_, after, ok := strings.Cut(string(b), "restart=1")
+		second = after
+		return err == nil && ok && regexp.MustCompile(`(?m)^tick \d+ redis \S+ says \+PONG$`).MatchString(after)
+	})
+	if !strings.Contains(second, "tls ok: CN=kube-apiserver 200 OK") {
+		t.Errorf("the second run did not reach the Kubernetes API:\n%s", second)
+	}
+	if now := inode(); now == 0 || now == first {
+		t.Errorf("socket directory inode %d after the requeue; want a new directory (was %d)", now, first)
+	}
+	e.waitEvent(pod, "reverse tunnel up again")
+	if sp := e.shadowPod(pod, e.ns+"-shadow"); sp.UID != shadowBefore.UID || restarts(sp) != 0 {
+		t.Errorf("shadow pod %s (%d restarts) after the requeue; want %s with none", sp.UID, restarts(sp), shadowBefore.UID)
+	}
+}
