@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,9 +34,11 @@ type results struct {
 	peak   map[string]usage // the largest seen during any test
 	cpu    map[string]time.Duration
 	moved  map[string]int64 // bytes moved by the throughput tests
-	// failed counts the tests of each chain that failed (a connection
-	// closed or reset by the chain) and were run again.
+	// failed counts the attempts of each chain's tests that failed (a
+	// connection closed or reset by the chain); gaveUp the rounds in which
+	// every attempt failed, left without a value.
 	failed map[string]map[string]int
+	gaveUp map[string]map[string]int
 }
 
 func newResults() *results {
@@ -47,6 +50,7 @@ func newResults() *results {
 		cpu:    map[string]time.Duration{},
 		moved:  map[string]int64{},
 		failed: map[string]map[string]int{},
+		gaveUp: map[string]map[string]int{},
 	}
 }
 
@@ -165,12 +169,13 @@ func measure(ctx context.Context, e *env, chains []*chain, o options) (*results,
 	return res, nil
 }
 
-// attempts is how often a test that fails is run through a chain before
-// the benchmark gives up.
-const attempts = 3
+// attempts is how often a test that fails is run through a chain in one
+// round before the round goes without its value.
+const attempts = 2
 
 // runTest runs t through c, sampling the memory of c's parts meanwhile. A
-// test that fails is counted and run again, up to attempts times.
+// test that fails is counted and run again, up to attempts times; then the
+// round is counted as given up. Only the end of ctx is an error.
 func runTest(ctx context.Context, t test, e *env, c *chain, o options, res *results) error {
 	for try := 1; ; try++ {
 		var s *sampler
@@ -183,16 +188,24 @@ func runTest(ctx context.Context, t test, e *env, c *chain, o options, res *resu
 				res.peak[c.name] = p
 			}
 		}
-		if err == nil || try == attempts || ctx.Err() != nil {
-			return err
+		if err == nil || ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if res.failed[c.name] == nil {
-			res.failed[c.name] = map[string]int{}
+		count(res.failed, c.name, t.name)
+		fmt.Fprintf(os.Stderr, "%s %s failed (attempt %d): %v\n", t.name, c.name, try, err)
+		if try == attempts {
+			count(res.gaveUp, c.name, t.name)
+			return nil
 		}
-		res.failed[c.name][t.name]++
-		fmt.Fprintf(os.Stderr, "%s %s failed, run again: %v\n", t.name, c.name, err)
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+func count(m map[string]map[string]int, chain, test string) {
+	if m[chain] == nil {
+		m[chain] = map[string]int{}
+	}
+	m[chain][test]++
 }
 
 // last describes the latest value of a test through a chain, for progress.
@@ -203,11 +216,11 @@ func (r *results) last(test, chain string) string {
 	}
 	var parts []string
 	for fig, byChain := range r.values {
-		if fig == test || test == "redis" && strings.HasPrefix(fig, "redis ") {
-			v := byChain[chain]
+		if v := byChain[chain]; len(v) > 0 && (fig == test || test == "redis" && strings.HasPrefix(fig, "redis ")) {
 			parts = append(parts, fmt.Sprintf("%s=%.1f", fig, v[len(v)-1]))
 		}
 	}
+	slices.Sort(parts)
 	return strings.Join(parts, " ")
 }
 

@@ -126,7 +126,7 @@ func report(w io.Writer, res *results, o options) {
 	fmt.Fprintf(w, "\nset-ups measured: sluice %d, OpenSSH %d, direct %d\n", len(res.setups[chainSluice]), len(res.setups[chainOpenSSH]), len(res.setups[chainDirect]))
 	for _, c := range []string{chainSluice, chainOpenSSH, chainDirect} {
 		if f := res.failed[c]; len(f) > 0 {
-			fmt.Fprintf(w, "%s: tests that failed (a connection closed or reset) and were run again: %v\n", c, f)
+			fmt.Fprintf(w, "%s: attempts that failed (a connection closed or reset by the chain): %v; rounds left without a value: %v\n", c, f, res.gaveUp[c])
 		}
 	}
 	for _, c := range []string{chainSluice, chainOpenSSH} {
