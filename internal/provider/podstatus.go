@@ -60,8 +60,9 @@ func waitingAll(cs []corev1.Container, reason, msg string) []corev1.ContainerSta
 // the status reported before (for the address, start time and the times
 // conditions last changed).
 //
-// kept holds the statuses of the pod's kept init containers, which ran in
-// its shadow before the job (S3); they stand for those containers.
+// kept holds the statuses of the pod's kept containers, which run in its
+// shadow (S3): the init containers that ran there before the job, and the
+// others as last seen there; they stand for those containers.
 func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, kept map[string]corev1.ContainerStatus, now time.Time) corev1.PodStatus {
 	phase, reason := slurm.PodPhase(js.State)
 	st := *prev.DeepCopy()
@@ -92,7 +93,10 @@ func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, kept map
 	allRunning := true
 	st.ContainerStatuses = nil
 	for _, c := range pod.Spec.Containers {
-		cs := containerStatus(c, js, final && initDone, notStarted)
+		cs, ok := kept[c.Name]
+		if !ok {
+			cs = containerStatus(c, js, final && initDone, notStarted)
+		}
 		if cs.State.Running == nil {
 			allRunning = false
 		}

@@ -176,7 +176,7 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 	p.cleanOrphans(ctx)
 	if p.cfg.Shadows != nil {
-		p.background(p.tunnelLoop)
+		p.background(p.shadowLoop)
 	}
 	p.pollLoop(ctx)
 	return nil

@@ -139,3 +139,60 @@ func TestShadowKeptInitContainerRunsFirst(t *testing.T) {
 		t.Errorf("got logs %q; want the shadow pod's", b)
 	}
 }
+
+func TestShadowKeptContainerStatus(t *testing.T) {
+	pod := testPod("sidecar")
+	pod.Annotations = map[string]string{annotations.DisableOffloadContainers: "proxy"}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "proxy", Image: "/images/busybox", Command: []string{"sleep", "600"}})
+	shadows := &fakeShadows{}
+	h := newHarness(t, func(c *Config) { c.Shadows = shadows }, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.mu.Lock()
+	job := h.jobs.lastJob
+	h.jobs.mu.Unlock()
+	if len(job.Containers) != 1 || job.Containers[0].Name != "main" {
+		t.Fatalf("job containers %v; want main only", job.Containers)
+	}
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	proxyState := func() *corev1.ContainerStatus {
+		got := h.last(pod)
+		if got == nil {
+			return nil
+		}
+		for _, cs := range got.Status.ContainerStatuses {
+			if cs.Name == "proxy" {
+				return &cs
+			}
+		}
+		return nil
+	}
+	h.waitFor("proxy waiting for the shadow", func() bool {
+		cs := proxyState()
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "ShadowPodPending"
+	})
+
+	started := metav1.Now()
+	shadows.mu.Lock()
+	shadows.pod = &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns-shadow", Name: "s-abc", Labels: map[string]string{shadow.LabelPodUID: string(pod.UID)}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "proxy", Ready: true, RestartCount: 2, ContainerID: "hostnode://s-abc/proxy",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+		}}},
+	}
+	shadows.mu.Unlock()
+	h.waitFor("proxy running as in the shadow", func() bool {
+		cs := proxyState()
+		return cs != nil && cs.State.Running != nil && cs.RestartCount == 2 && cs.ContainerID == "hostnode://s-abc/proxy"
+	})
+	got := h.waitPhase(pod, corev1.PodRunning)
+	for _, c := range got.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+			t.Errorf("Ready %s with main and proxy running; want True", c.Status)
+		}
+	}
+}

@@ -28,17 +28,18 @@ const ConditionTunnelReady corev1.PodConditionType = "sluice.io/TunnelReady"
 // tunnelChecks bounds the tunnel status reads in flight.
 const tunnelChecks = 8
 
-// tunnelLoop reads the state of the tunnels of every pod whose job runs
-// once per PollInterval, until ctx ends.
-func (p *Provider) tunnelLoop(ctx context.Context) {
+// shadowLoop reads, once per PollInterval until ctx ends, the shadow of
+// every pod whose job runs: the state of its tunnels and the status of its
+// kept containers.
+func (p *Provider) shadowLoop(ctx context.Context) {
 	tick := time.NewTicker(p.cfg.PollInterval)
 	defer tick.Stop()
 	var lastErr string
 	for {
-		err := p.checkTunnels(ctx)
+		err := p.checkShadows(ctx)
 		switch {
 		case err != nil && err.Error() != lastErr:
-			p.log.Warn("provider: tunnel state not read", "error", err)
+			p.log.Warn("provider: shadows not read", "error", err)
 			lastErr = err.Error()
 		case err == nil:
 			lastErr = ""
@@ -51,9 +52,10 @@ func (p *Provider) tunnelLoop(ctx context.Context) {
 	}
 }
 
-// checkTunnels makes one round: the shadow pods of the node are listed
-// once, and the tunnels of each pod with a running job are read.
-func (p *Provider) checkTunnels(ctx context.Context) error {
+// checkShadows makes one round: the shadow pods of the node are listed
+// once, and for each pod with a running job its kept containers' status is
+// taken and its tunnels are read.
+func (p *Provider) checkShadows(ctx context.Context) error {
 	var sts []*podState
 	p.mu.Lock()
 	for _, st := range p.pods {
@@ -76,6 +78,7 @@ func (p *Provider) checkTunnels(ctx context.Context) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			p.applyKept(st, sp)
 			snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
 			if err != nil {
 				p.log.Debug("provider: tunnel state not read", "pod", keyOf(st.pod), "error", err)

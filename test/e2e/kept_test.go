@@ -15,16 +15,37 @@ import (
 // TestKeptInitContainerRunsInTheShadowFirst: on a node confined to the
 // test's namespace, an init container the pod keeps out of the job runs in
 // the shadow (in that namespace); the job starts after it, and its logs are
-// read with kubectl logs -c from the offloaded pod.
+// read with kubectl logs -c from the offloaded pod; a kept sidecar shows
+// its status in the shadow.
 func TestKeptInitContainerRunsInTheShadowFirst(t *testing.T) {
 	e := newTunnelEnv(t, tunnelOpts{network: "  TenantNamespace: $NAMESPACE\n  RefuseForeignPods: true\n"})
-	pod := e.pod("kept", "echo job ran after setup")
-	pod.Annotations = map[string]string{annotations.DisableOffloadInitContainers: "setup"}
+	pod := e.pod("kept", "sleep 8; echo job ran after setup")
+	pod.Annotations = map[string]string{
+		annotations.DisableOffloadInitContainers: "setup",
+		annotations.DisableOffloadContainers:     "sidecar",
+	}
 	pod.Spec.InitContainers = []corev1.Container{{
 		Name: "setup", Image: e.image,
 		Command: []string{"sh", "-c", "echo kept-init-ran; sleep 3"},
 	}}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
+		Name: "sidecar", Image: e.image,
+		Command: []string{"sh", "-c", "echo sidecar-up; exec sleep 600"},
+	})
 	created := e.create(pod)
+	// While the job runs, the kept sidecar shows the status it has in the
+	// shadow, and its logs are the shadow's.
+	e.waitPod("kept", "Running with the sidecar running", 120*time.Second, func(p *corev1.Pod) bool {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == "sidecar" && cs.State.Running != nil {
+				return p.Status.Phase == corev1.PodRunning
+			}
+		}
+		return false
+	})
+	if b, err := e.client.CoreV1().Pods(e.ns).GetLogs("kept", &corev1.PodLogOptions{Container: "sidecar"}).DoRaw(context.Background()); err != nil || !strings.Contains(string(b), "sidecar-up") {
+		t.Errorf("kubectl logs -c sidecar: %q, %v; want sidecar-up", b, err)
+	}
 	got := e.waitPod("kept", "Succeeded", 120*time.Second, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodSucceeded
 	})
