@@ -29,14 +29,18 @@ type sample struct {
 // bench is a run of the benchmark.
 type bench struct {
 	o       options
+	rig     *rig
+	bin     string // sluice-tunnel
+	port    int    // the job server's, on the node's loopback
 	self    string // the executable, readable by the site user
 	dir     string
 	paths   []*path
 	records map[string]map[string][]sample // test key → path name → one per round
 	memIdle map[string]memory
 	memLoad map[string]memory
-	procs   map[string]string // path name → its processes, for the notes
-	load    [2]string         // the machine's load averages before and after the rounds
+	procs   map[string]string   // path name → its processes, for the notes
+	retries map[string][]string // path name → why measurements were made again
+	load    [2]string           // the machine's load averages before and after the rounds
 }
 
 func run(ctx context.Context, o options) (err error) {
@@ -51,29 +55,31 @@ func run(ctx context.Context, o options) (err error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintf(os.Stderr, "tunnelfwd: work directory %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	b := &bench{o: o, dir: dir, records: map[string]map[string][]sample{},
-		memIdle: map[string]memory{}, memLoad: map[string]memory{}, procs: map[string]string{}}
+	defer func() {
+		// The logs stay when something went wrong.
+		if o.keep || err != nil {
+			fmt.Fprintf(os.Stderr, "tunnelfwd: work directory (logs, configs) kept: %s\n", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+	b := &bench{o: o, rig: r, dir: dir, records: map[string]map[string][]sample{},
+		memIdle: map[string]memory{}, memLoad: map[string]memory{}, procs: map[string]string{}, retries: map[string][]string{}}
 	if b.self, err = copySelf(dir); err != nil {
 		return err
 	}
-	bin := o.tunnelBin
-	if bin == "" {
+	b.bin = o.tunnelBin
+	if b.bin == "" {
 		fmt.Fprintln(os.Stderr, "tunnelfwd: building sluice-tunnel")
-		if bin, err = buildTunnel(ctx, dir); err != nil {
+		if b.bin, err = buildTunnel(ctx, dir); err != nil {
 			return err
 		}
 	}
 
-	port, err := freePort()
-	if err != nil {
+	if b.port, err = freePort(); err != nil {
 		return err
 	}
-	server, err := startServer(r, b.self, dir, port)
+	server, err := startServer(r, b.self, dir, b.port)
 	if err != nil {
 		return err
 	}
@@ -84,7 +90,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}()
 	for _, name := range o.paths {
-		p, err := b.startPath(r, name, bin, port)
+		p, err := b.startPath(name)
 		if err != nil {
 			return err
 		}
@@ -101,11 +107,15 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "tunnelfwd: job server on the node's 127.0.0.1:%d; %d rounds\n", port, o.rounds)
+	fmt.Fprintf(os.Stderr, "tunnelfwd: job server on the node's 127.0.0.1:%d; %d rounds\n", b.port, o.rounds)
 
 	start := time.Now()
 	b.load[0] = loadAvg()
 	if err := b.rounds(ctx); err != nil {
+		if len(b.records) > 0 {
+			fmt.Fprintln(os.Stderr, "tunnelfwd: the rounds did not finish; figures of the samples taken:")
+			b.report(os.Stderr)
+		}
 		return err
 	}
 	for _, p := range b.paths {
@@ -122,17 +132,17 @@ func run(ctx context.Context, o options) (err error) {
 	b.report(os.Stdout)
 
 	if o.cpuProfile != "" {
-		return profileForward(ctx, b, r, port)
+		return profileForward(ctx, b, r, b.port)
 	}
 	return nil
 }
 
-func (b *bench) startPath(r *rig, name, bin string, port int) (*path, error) {
+func (b *bench) startPath(name string) (*path, error) {
 	switch name {
 	case pathSluice:
-		return startSluice(r, bin, b.dir, port)
+		return startSluice(b.rig, b.bin, b.dir, b.port)
 	case pathDirect:
-		return direct(port), nil
+		return direct(b.port), nil
 	}
 	local, err := freePort()
 	if err != nil {
@@ -142,7 +152,7 @@ func (b *bench) startPath(r *rig, name, bin string, port int) (*path, error) {
 	if name == pathOpenSSHGCM {
 		ciphers = "aes128-gcm@openssh.com"
 	}
-	return startOpenSSH(r, name, b.dir, local, port, ciphers)
+	return startOpenSSH(b.rig, name, b.dir, local, b.port, ciphers)
 }
 
 // tests returns the measurements of a round, in order.
@@ -172,10 +182,7 @@ func (b *bench) rounds(ctx context.Context) error {
 		for _, t := range b.tests() {
 			for i := range b.paths {
 				p := b.paths[(i+round)%len(b.paths)]
-				if p.proc != nil && p.proc.exited() {
-					return fmt.Errorf("%s exited during the run (see %s)", p.name, p.log)
-				}
-				sm, err := b.measure(ctx, p, t.spec)
+				sm, err := b.measureAgain(ctx, p, t.spec)
 				if err != nil {
 					return fmt.Errorf("round %d, %s on %s: %w", round+1, t.key, p.name, err)
 				}
@@ -188,6 +195,74 @@ func (b *bench) rounds(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// attempts bounds the runs of one test on one path.
+const attempts = 3
+
+// measureAgain measures spec on p, again when the run had errors or the
+// tunnel exited meanwhile (the rig's sshd restarted by another user of
+// the rig, say), after restarting an exited tunnel. Each retry is noted
+// for the report.
+func (b *bench) measureAgain(ctx context.Context, p *path, spec loadSpec) (sample, error) {
+	for try := 1; ; try++ {
+		restarted, err := b.revive(ctx, p)
+		if err != nil {
+			return sample{}, err
+		}
+		if restarted > 0 {
+			b.retries[p.name] = append(b.retries[p.name], fmt.Sprintf("%s: the tunnel had exited: restarted (%d attempts)", spec.Test, restarted))
+		}
+		var why string
+		sm, err := b.measure(ctx, p, spec)
+		switch {
+		case ctx.Err() != nil:
+			return sample{}, ctx.Err()
+		case err == nil && sm.res.Errors == 0 && (p.proc == nil || !p.proc.exited()):
+			return sm, nil
+		case try == attempts && err != nil:
+			return sample{}, err
+		case try == attempts:
+			return sm, nil // reported with its errors
+		case err != nil:
+			why = err.Error()
+		case sm.res.Errors > 0:
+			why = fmt.Sprintf("%d errors (%s)", sm.res.Errors, sm.res.FirstErr)
+		default:
+			why = "the tunnel exited"
+		}
+		fmt.Fprintf(os.Stderr, "tunnelfwd: %s on %s: %s: measuring again\n", spec.Test, p.name, why)
+		b.retries[p.name] = append(b.retries[p.name], spec.Test+": "+why+": measured again")
+	}
+}
+
+// revive waits until p carries a byte there and back, restarting its
+// tunnel while it has exited (the rig's sshds may be restarting for a
+// while); it returns the restarts it took.
+func (b *bench) revive(ctx context.Context, p *path) (restarts int, err error) {
+	if p.proc == nil {
+		return 0, nil
+	}
+	for range 10 {
+		if p.proc.exited() {
+			p.stop()
+			q, err := b.startPath(p.name)
+			if err != nil {
+				return restarts, err
+			}
+			*p = *q
+			restarts++
+		}
+		if err = waitReady(p, 15*time.Second); err == nil {
+			return restarts, nil
+		}
+		select {
+		case <-ctx.Done():
+			return restarts, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return restarts, err
 }
 
 // measure runs one load test on p, in a process of its own (in the node's

@@ -98,6 +98,11 @@ func (b *bench) report(w io.Writer) {
 		}
 	}
 	for _, p := range b.paths {
+		for _, r := range b.retries[p.name] {
+			fmt.Fprintf(w, "Retry on %s: %s.\n", p.name, r)
+		}
+	}
+	for _, p := range b.paths {
 		if e := b.errors(p.name); e != "" {
 			fmt.Fprintf(w, "Errors on %s: %s.\n", p.name, e)
 		}
