@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/procstat"
+	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
 )
 
 // test is one measurement, run on every path each round.
@@ -29,49 +32,42 @@ type sample struct {
 // bench is a run of the benchmark.
 type bench struct {
 	o       options
-	rig     *rig
+	rig     *rigbench.Rig
 	bin     string // sluice-tunnel
 	port    int    // the job server's, on the node's loopback
 	self    string // the executable, readable by the site user
 	dir     string
 	paths   []*path
 	records map[string]map[string][]sample // test key → path name → one per round
-	memIdle map[string]memory
-	memLoad map[string]memory
+	memIdle map[string]procstat.Memory
+	memLoad map[string]procstat.Memory
 	procs   map[string]string   // path name → its processes, for the notes
 	retries map[string][]string // path name → why measurements were made again
 	load    [2]string           // the machine's load averages before and after the rounds
 }
 
 func run(ctx context.Context, o options) (err error) {
-	r, err := loadRig()
+	r, err := rigbench.Load()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "tunnelfwd-")
+	dir, err := rigbench.WorkDir("tunnelfwd-")
 	if err != nil {
-		return err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
 	defer func() {
 		// The logs stay when something went wrong.
-		if o.keep || err != nil {
-			fmt.Fprintf(os.Stderr, "tunnelfwd: work directory (logs, configs) kept: %s\n", dir)
-			return
-		}
-		os.RemoveAll(dir)
+		rigbench.EndWorkDir(dir, o.keep || err != nil, "tunnelfwd: work directory (logs, configs) kept")
 	}()
 	b := &bench{o: o, rig: r, dir: dir, records: map[string]map[string][]sample{},
-		memIdle: map[string]memory{}, memLoad: map[string]memory{}, procs: map[string]string{}, retries: map[string][]string{}}
-	if b.self, err = copySelf(dir); err != nil {
+		memIdle: map[string]procstat.Memory{}, memLoad: map[string]procstat.Memory{}, procs: map[string]string{}, retries: map[string][]string{}}
+	if b.self, err = rigbench.CopySelf(dir, "tunnelfwd"); err != nil {
 		return err
 	}
 	b.bin = o.tunnelBin
 	if b.bin == "" {
 		fmt.Fprintln(os.Stderr, "tunnelfwd: building sluice-tunnel")
-		if b.bin, err = buildTunnel(ctx, dir); err != nil {
+		if b.bin, err = rigbench.Build(ctx, dir, "./cmd/sluice-tunnel", "-s -w -X main.version=bench"); err != nil {
 			return err
 		}
 	}
@@ -79,7 +75,7 @@ func run(ctx context.Context, o options) (err error) {
 	if b.port, err = freePort(); err != nil {
 		return err
 	}
-	server, err := startServer(r, b.self, dir, b.port)
+	server, err := startServer(ctx, r, b.self, dir, b.port)
 	if err != nil {
 		return err
 	}
@@ -271,22 +267,20 @@ func (b *bench) revive(ctx context.Context, p *path) (restarts int, err error) {
 func (b *bench) measure(ctx context.Context, p *path, spec loadSpec) (sample, error) {
 	spec.Addr = p.addr
 	argv := append([]string{b.self, "load"}, spec.args()...)
-	if p.netns != "" {
-		argv = append([]string{"ip", "netns", "exec", p.netns}, argv...)
-	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if p.netns != "" {
+		cmd = rigbench.InNetns(ctx, p.netns, argv...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	pids := p.pids()
 	cpu0 := cpuTime(pids)
-	err := cmd.Run()
+	out, err := rigbench.Output(cmd)
 	cpu := cpuTime(pids) - cpu0
 	if err != nil {
-		return sample{}, fmt.Errorf("load: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+		return sample{}, fmt.Errorf("load: %w", err)
 	}
 	var res loadResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(out, &res); err != nil {
 		return sample{}, fmt.Errorf("load: result: %w", err)
 	}
 	// Let the tunnel tear the test's connections down before the next.
@@ -306,7 +300,7 @@ func (s sample) summary(test string) string {
 	case testDown, testUp:
 		out = fmt.Sprintf("%8.1f MB/s", float64(r.Count)/r.Seconds/1e6)
 	case testSetup:
-		out = fmt.Sprintf("p50 %.2f ms p99 %.2f ms", percentile(r.SetupMicros, 50)/1e3, percentile(r.SetupMicros, 99)/1e3)
+		out = fmt.Sprintf("p50 %.2f ms p99 %.2f ms", setupMs(r.SetupMicros, 50), setupMs(r.SetupMicros, 99))
 	default:
 		out = fmt.Sprintf("%8.0f req/s", float64(r.Count)/r.Seconds)
 	}
@@ -322,11 +316,11 @@ func describe(pids []int) string {
 	var out []byte
 	for i, pid := range pids {
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		rss, _, _ := readStatus(pid)
+		m, _ := procstat.ReadMemory(pid)
 		if i > 0 {
 			out = append(out, ", "...)
 		}
-		out = fmt.Appendf(out, "%s %.1f MiB", bytes.TrimSpace(comm), float64(rss)/(1<<20))
+		out = fmt.Appendf(out, "%s %.1f MiB", bytes.TrimSpace(comm), float64(m.RSS)/(1<<20))
 	}
 	return string(out)
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/echo"
 )
 
 // Load tests, run by `tunnelfwd load -test NAME`.
@@ -133,7 +135,7 @@ func setupTimes(addr string, n int) (*loadResult, error) {
 	res := &loadResult{}
 	var errs errCount
 	for range n {
-		d, err := setupOnce(addr)
+		d, err := echo.RoundTrip(addr)
 		if err != nil {
 			errs.add(err)
 			continue
@@ -144,24 +146,6 @@ func setupTimes(addr string, n int) (*loadResult, error) {
 	res.Total = res.Count
 	errs.fill(res)
 	return res, nil
-}
-
-func setupOnce(addr string) (time.Duration, error) {
-	start := time.Now()
-	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		return 0, fmt.Errorf("dial: %w", err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := conn.Write([]byte{opEcho, 'x'}); err != nil {
-		return 0, fmt.Errorf("write: %w", err)
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(conn, b[:]); err != nil {
-		return 0, fmt.Errorf("read echo: %w", err)
-	}
-	return time.Since(start), nil
 }
 
 // streams opens s.Streams connections, runs s.Test on each and measures

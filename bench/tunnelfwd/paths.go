@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/echo"
+	"github.com/sluice-hpc/sluice/bench/internal/procstat"
+	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
 )
 
 // Names of the paths from the client to the job server.
@@ -35,7 +40,7 @@ func (p *path) pids() []int {
 	if p.proc == nil {
 		return nil
 	}
-	return family(p.proc.pid())
+	return procstat.Descendants(p.proc.Pid())
 }
 
 func (p *path) stop() {
@@ -46,17 +51,17 @@ func (p *path) stop() {
 
 // startSluice runs sluice-tunnel forward on the host's 127.0.0.1:port, to
 // port on the node's loopback.
-func startSluice(r *rig, bin, dir string, port int) (*path, error) {
+func startSluice(r *rigbench.Rig, bin, dir string, port int) (*path, error) {
 	nodeFile := filepath.Join(dir, "node")
-	if err := os.WriteFile(nodeFile, []byte(r.node+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(nodeFile, []byte(r.Node+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("sluice-tunnel: node file: %w", err)
 	}
 	p := &path{name: pathSluice, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), log: filepath.Join(dir, "sluice-tunnel.log")}
 	var err error
-	p.proc, err = startProc("sluice-tunnel", p.log, nil, bin, "forward",
-		"--login="+r.login, "--user="+r.user, "--key="+r.key,
-		"--login-known-hosts="+r.knownHosts, "--node-known-hosts="+r.nodeKnownHosts,
-		"--node-file="+nodeFile, "--target=node", "--listen=127.0.0.1", "--ports="+strconv.Itoa(port))
+	p.proc, err = startProc("sluice-tunnel", p.log, exec.Command(bin, "forward",
+		"--login="+r.LoginAddr, "--user="+r.User, "--key="+r.Key,
+		"--login-known-hosts="+r.KnownHosts, "--node-known-hosts="+r.NodeKnownHosts,
+		"--node-file="+nodeFile, "--target=node", "--listen=127.0.0.1", "--ports="+strconv.Itoa(port)))
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +72,12 @@ func startSluice(r *rig, bin, dir string, port int) (*path, error) {
 // 127.0.0.1:localPort to port on the node's loopback, with the rig's key
 // and pinned known_hosts in a config file (-o options do not reach the
 // jump process). ciphers, if not empty, replaces OpenSSH's default list.
-func startOpenSSH(r *rig, name, dir string, localPort, port int, ciphers string) (*path, error) {
+func startOpenSSH(r *rigbench.Rig, name, dir string, localPort, port int, ciphers string) (*path, error) {
 	cfg := filepath.Join(dir, name+".ssh_config")
 	var b strings.Builder
-	fmt.Fprintf(&b, "Host login\n  HostName %s\n", r.loginIP)
-	fmt.Fprintf(&b, "Host *\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n", r.user, r.key)
-	fmt.Fprintf(&b, "  UserKnownHostsFile %s %s\n  GlobalKnownHostsFile /dev/null\n", r.knownHosts, r.nodeKnownHosts)
+	fmt.Fprintf(&b, "Host login\n  HostName %s\n", r.LoginHost)
+	fmt.Fprintf(&b, "Host *\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n", r.User, r.Key)
+	fmt.Fprintf(&b, "  UserKnownHostsFile %s %s\n  GlobalKnownHostsFile /dev/null\n", r.KnownHosts, r.NodeKnownHosts)
 	b.WriteString("  StrictHostKeyChecking yes\n  BatchMode yes\n  ControlMaster no\n  ControlPath none\n")
 	if ciphers != "" {
 		fmt.Fprintf(&b, "  Ciphers %s\n", ciphers)
@@ -82,9 +87,9 @@ func startOpenSSH(r *rig, name, dir string, localPort, port int, ciphers string)
 	}
 	p := &path{name: name, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(localPort)), log: filepath.Join(dir, name+".log")}
 	var err error
-	p.proc, err = startProc(name, p.log, nil, "ssh", "-F", cfg, "-N", "-o", "ExitOnForwardFailure=yes",
+	p.proc, err = startProc(name, p.log, exec.Command("ssh", "-F", cfg, "-N", "-o", "ExitOnForwardFailure=yes",
 		"-L", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", localPort, port),
-		"-J", r.user+"@login", r.user+"@"+r.node)
+		"-J", r.User+"@login", r.User+"@"+r.Node))
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +98,7 @@ func startOpenSSH(r *rig, name, dir string, localPort, port int, ciphers string)
 
 // direct is the client on the node, connecting to the server's loopback.
 func direct(port int) *path {
-	return &path{name: pathDirect, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), netns: nodeNetns}
+	return &path{name: pathDirect, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), netns: rigbench.NodeNetns}
 }
 
 // waitReady waits until a byte goes through p and back.
@@ -104,7 +109,7 @@ func waitReady(p *path, timeout time.Duration) error {
 		if p.proc != nil && p.proc.exited() {
 			return fmt.Errorf("%s: exited (see %s)", p.name, p.log)
 		}
-		if _, err = setupOnce(p.addr); err == nil {
+		if _, err = echo.RoundTrip(p.addr); err == nil {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)

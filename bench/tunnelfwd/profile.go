@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
@@ -22,16 +23,16 @@ import (
 // with the same hop and settings, in this process (which otherwise only
 // waits for its load processes) while the throughput and requests tests
 // run through it, and writes the CPU profile to b.o.cpuProfile.
-func profileForward(ctx context.Context, b *bench, r *rig, port int) error {
-	signer, err := sshx.Signer(r.key)
+func profileForward(ctx context.Context, b *bench, r *rigbench.Rig, port int) error {
+	signer, err := sshx.Signer(r.Key)
 	if err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
-	loginKeys, err := sshx.HostKeys(r.knownHosts)
+	loginKeys, err := sshx.HostKeys(r.KnownHosts)
 	if err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
-	nodeKeys, err := sshx.HostKeys(r.nodeKnownHosts)
+	nodeKeys, err := sshx.HostKeys(r.NodeKnownHosts)
 	if err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
@@ -47,7 +48,7 @@ func profileForward(ctx context.Context, b *bench, r *rig, port int) error {
 	defer logFile.Close()
 	fwd := &tunnel.Forward{
 		Hop: &tunnel.Hop{
-			LoginAddr: r.login, User: r.user, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+			LoginAddr: r.LoginAddr, User: r.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
 			LoginHostKeys: loginKeys, NodeHostKeys: nodeKeys,
 		},
 		Target:   tunnel.TargetNode,

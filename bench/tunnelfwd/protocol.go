@@ -2,6 +2,8 @@
 
 package main
 
+import "github.com/sluice-hpc/sluice/bench/internal/echo"
+
 // The job server's protocol: the client's first byte chooses what the
 // connection does, until either side closes it.
 const (
@@ -11,7 +13,7 @@ const (
 	opUpload = 'U'
 	// opEcho: the server writes back every byte it reads (connection set-up:
 	// one byte sent and echoed).
-	opEcho = 'E'
+	opEcho = echo.Op
 	// opPing: the server answers each pingSize-byte request with pingSize
 	// bytes (requests per second).
 	opPing = 'P'

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/bench/internal/procstat"
+	"github.com/sluice-hpc/sluice/bench/internal/stats"
 )
 
 // figure is one row of the report: a value per path, and how to compare.
@@ -146,7 +149,7 @@ func (b *bench) rate(key, label string, unit float64) figure {
 		}
 		vs := slices.Clone(per[name])
 		slices.Sort(vs)
-		f.values[name] = median(vs)
+		f.values[name] = stats.Median(vs)
 		f.spread[name] = fmt.Sprintf(f.format+"–"+f.format, vs[0], vs[len(vs)-1])
 	}
 	f.ratio = func(a, b string) (float64, bool) {
@@ -163,8 +166,7 @@ func (b *bench) rate(key, label string, unit float64) figure {
 		if len(rs) == 0 {
 			return 0, false
 		}
-		slices.Sort(rs)
-		return median(rs), true
+		return stats.Median(rs), true
 	}
 	return f
 }
@@ -178,7 +180,7 @@ func (b *bench) setup(p float64) figure {
 			all = append(all, s.res.SetupMicros...)
 		}
 		if len(all) > 0 {
-			f.values[name] = percentile(all, p) / 1e3
+			f.values[name] = setupMs(all, p)
 		}
 	}
 	return f
@@ -208,12 +210,12 @@ func (b *bench) cpuPerGB() figure {
 	return f
 }
 
-func (b *bench) mem(label string, m map[string]memory, peak bool) figure {
+func (b *bench) mem(label string, m map[string]procstat.Memory, peak bool) figure {
 	f := figure{label: label, values: map[string]float64{}, format: "%.1f"}
 	for name, v := range m {
-		x := v.rss
+		x := v.RSS
 		if peak {
-			x = v.peak
+			x = v.HWM
 		}
 		f.values[name] = float64(x) / (1 << 20)
 	}
@@ -238,22 +240,11 @@ func (b *bench) errors(name string) string {
 	return fmt.Sprintf("%d (first: %s)", n, first)
 }
 
-// median of sorted values.
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
-// percentile p (nearest rank) of values, unsorted.
-func percentile(values []int64, p float64) float64 {
-	if len(values) == 0 {
+// setupMs is percentile p (nearest rank) of set-up times in µs, in ms; NaN
+// if there are none.
+func setupMs(micros []int64, p float64) float64 {
+	if len(micros) == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(values)
-	slices.Sort(s)
-	rank := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return float64(s[max(rank, 0)])
+	return float64(stats.Quantile(micros, p/100)) / 1e3
 }

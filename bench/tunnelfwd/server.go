@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"os"
+
+	"github.com/sluice-hpc/sluice/bench/internal/echo"
 )
 
 // serveMain is `tunnelfwd serve -addr 127.0.0.1:PORT`, the job server. The
@@ -62,18 +64,7 @@ func handle(conn net.Conn) {
 	case opUpload:
 		_, _ = io.Copy(io.Discard, conn)
 	case opEcho:
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if n > 0 {
-				if _, werr := conn.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
+		echo.Serve(conn, make([]byte, 4096))
 	case opPing:
 		buf := make([]byte, pingSize)
 		for {

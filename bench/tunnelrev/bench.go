@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
 )
 
 // options are the benchmark's flags.
@@ -228,14 +229,12 @@ func (r *results) last(test, chain string) string {
 // compute node and returns its result.
 func (e *env) client(ctx context.Context, addr, test string, args ...string) (clientResult, error) {
 	argv := append([]string{e.self, "client", "-test", test, "-addr", addr}, args...)
-	cmd := e.rig.asUser(ctx, nodeNetns, argv...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return clientResult{}, fmt.Errorf("client %s: %w: %s", test, err, strings.TrimSpace(stderr.String()))
+	out, err := rigbench.Output(e.rig.AsUser(ctx, rigbench.NodeNetns, argv...))
+	if err != nil {
+		return clientResult{}, fmt.Errorf("client %s: %w", test, err)
 	}
 	var r clientResult
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(out, &r); err != nil {
 		return clientResult{}, fmt.Errorf("client %s: result: %w", test, err)
 	}
 	return r, nil

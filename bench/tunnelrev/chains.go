@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/child"
+	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
 )
 
 // chain is one way for the job to reach the servers: the client connects to
@@ -24,14 +27,14 @@ type chain struct {
 	redis string
 	// parts are the processes the chain adds on the node and the cluster
 	// side, whose memory and CPU are measured; none for the direct path.
-	parts []*proc
+	parts []*child.Process
 }
 
 // roots returns the pids of the chain's parts.
 func (c *chain) roots() []int {
 	pids := make([]int, len(c.parts))
 	for i, p := range c.parts {
-		pids[i] = p.pid()
+		pids[i] = p.Pid()
 	}
 	return pids
 }
@@ -45,22 +48,22 @@ const (
 
 // env is everything the benchmark started, for the chains and for cleanup.
 type env struct {
-	rig   *rig
+	rig   *rigbench.Rig
 	work  string // the work directory: binaries, logs, ssh config
 	relay string // binaries
 	tun   string
 	self  string
 
-	procs []*proc  // started, stopped in reverse order
-	dirs  []string // socket directories made
+	procs []*child.Process // started, stopped in reverse order
+	dirs  []string         // socket directories made
 
 	hostEcho   string // the Go server on the cluster side
 	directHost string // an address of the login node the compute node reaches
 }
 
 // run starts cmd as a part named name, logging to the work directory.
-func (e *env) run(name string, cmd *exec.Cmd) (*proc, error) {
-	p, err := start(name, cmd, filepath.Join(e.work, name+".log"))
+func (e *env) run(name string, cmd *exec.Cmd) (*child.Process, error) {
+	p, err := child.Start(name, cmd, filepath.Join(e.work, name+".log"))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +75,7 @@ func (e *env) run(name string, cmd *exec.Cmd) (*proc, error) {
 // directories.
 func (e *env) cleanup() {
 	for i := len(e.procs) - 1; i >= 0; i-- {
-		e.procs[i].stop()
+		_ = e.procs[i].Stop()
 	}
 	for _, d := range e.dirs {
 		os.RemoveAll(d)
@@ -108,11 +111,11 @@ func (e *env) startServer(name string, cmd *exec.Cmd) (string, error) {
 // findDirectHost returns the login node's address on the compute node's
 // link: the one address the compute node reaches outside itself.
 func (e *env) findDirectHost(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "nsenter", "--net="+loginNetns, "ip", "-4", "-o", "addr", "show").Output()
+	out, err := exec.CommandContext(ctx, "nsenter", "--net="+rigbench.LoginNetns, "ip", "-4", "-o", "addr", "show").Output()
 	if err != nil {
 		return "", fmt.Errorf("login node's addresses: %w", err)
 	}
-	node := net.ParseIP(e.rig.nodeAddr)
+	node := net.ParseIP(e.rig.NodeAddr)
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
 		for i := 0; i+1 < len(f); i++ {
@@ -125,14 +128,14 @@ func (e *env) findDirectHost(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("the login node has no address on the compute node's link (%s)", e.rig.nodeAddr)
+	return "", fmt.Errorf("the login node has no address on the compute node's link (%s)", e.rig.NodeAddr)
 }
 
 // startDirect starts copies of the servers on the login node's address on
 // the compute node's link (the compute node reaches nothing else): the Go
 // server and a Redis with the cluster Redis's settings.
 func (e *env) startDirect(ctx context.Context) (*chain, error) {
-	echo, err := e.startServer("direct-server", e.rig.asUser(ctx, loginNetns, e.self, "serve", "-listen", net.JoinHostPort(e.directHost, "0")))
+	echo, err := e.startServer("direct-server", e.rig.AsUser(ctx, rigbench.LoginNetns, e.self, "serve", "-listen", net.JoinHostPort(e.directHost, "0")))
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +143,7 @@ func (e *env) startDirect(ctx context.Context) (*chain, error) {
 	for try := 0; ; try++ {
 		addr := net.JoinHostPort(e.directHost, strconv.Itoa(20000+rand.IntN(10000)))
 		host, port, _ := net.SplitHostPort(addr)
-		p, err := e.run("direct-redis", e.rig.asUser(ctx, loginNetns, "redis-server", "--bind", host, "--port", port,
+		p, err := e.run("direct-redis", e.rig.AsUser(ctx, rigbench.LoginNetns, "redis-server", "--bind", host, "--port", port,
 			"--save", "", "--appendonly", "no", "--protected-mode", "no", "--dir", e.work, "--logfile", ""))
 		if err != nil {
 			return nil, err
@@ -157,20 +160,20 @@ func (e *env) startDirect(ctx context.Context) (*chain, error) {
 
 // waitRedis waits until a Redis answers PING at addr from the compute node,
 // or p ends.
-func (e *env) waitRedis(ctx context.Context, addr string, p *proc) error {
+func (e *env) waitRedis(ctx context.Context, addr string, p *child.Process) error {
 	host, port, _ := net.SplitHostPort(addr)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if !p.running() {
+		if !p.Running() {
 			return errors.New("redis-server ended")
 		}
-		out, _ := e.rig.asUser(ctx, nodeNetns, "redis-cli", "-h", host, "-p", port, "ping").Output()
+		out, _ := e.rig.AsUser(ctx, rigbench.NodeNetns, "redis-cli", "-h", host, "-p", port, "ping").Output()
 		if strings.TrimSpace(string(out)) == "PONG" {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	p.stop()
+	_ = p.Stop()
 	return errors.New("no PONG within 10s")
 }
 
@@ -188,30 +191,30 @@ func pickPorts() relayPorts {
 // this program, as the parent) and `sluice-tunnel reverse` on the cluster
 // side, and waits until an echo goes through.
 func (e *env) startSluice(ctx context.Context, addr string, ports relayPorts) (*chain, error) {
-	dir, err := e.rig.socketDir()
+	dir, err := socketDir(e.rig)
 	if err != nil {
 		return nil, err
 	}
 	e.dirs = append(e.dirs, dir)
 	nodeFile := filepath.Join(e.work, "node")
-	if err := os.WriteFile(nodeFile, []byte(e.rig.node+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(nodeFile, []byte(e.rig.Node+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("node file: %w", err)
 	}
-	relay, err := e.run("sluice-relay", e.rig.asUser(ctx, nodeNetns, e.relay, "--addr", addr, "--dir", dir,
+	relay, err := e.run("sluice-relay", e.rig.AsUser(ctx, rigbench.NodeNetns, e.relay, "--addr", addr, "--dir", dir,
 		"--ports", fmt.Sprintf("%d,%d", ports.echo, ports.redis), "--parent-pid", strconv.Itoa(os.Getpid())))
 	if err != nil {
 		return nil, err
 	}
 	tun, err := e.run("sluice-tunnel", exec.CommandContext(ctx, e.tun, "reverse",
-		"--login="+e.rig.loginAddr, "--user="+e.rig.user, "--key="+e.rig.key,
-		"--login-known-hosts="+e.rig.knownHosts, "--node-known-hosts="+e.rig.nodeKnownHosts,
+		"--login="+e.rig.LoginAddr, "--user="+e.rig.User, "--key="+e.rig.Key,
+		"--login-known-hosts="+e.rig.KnownHosts, "--node-known-hosts="+e.rig.NodeKnownHosts,
 		"--node-file="+nodeFile, "--socket-dir="+dir,
 		fmt.Sprintf("--forward=%d=%s", ports.echo, e.hostEcho),
-		fmt.Sprintf("--forward=%d=%s", ports.redis, e.rig.redis)))
+		fmt.Sprintf("--forward=%d=%s", ports.redis, e.rig.Redis)))
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{name: chainSluice, parts: []*proc{relay, tun},
+	c := &chain{name: chainSluice, parts: []*child.Process{relay, tun},
 		echo: net.JoinHostPort(addr, strconv.Itoa(ports.echo)), redis: net.JoinHostPort(addr, strconv.Itoa(ports.redis))}
 	want := []string{filepath.Join(dir, "rev-relay.ready"), sockPath(dir, ports.echo), sockPath(dir, ports.redis)}
 	if err := e.waitUp(ctx, c, want); err != nil {
@@ -224,7 +227,7 @@ func (e *env) startSluice(ctx context.Context, addr string, ports relayPorts) (*
 // node -N -R sock:dest` for each endpoint, and socat as the relay on addr,
 // as the job's user on the compute node.
 func (e *env) startOpenSSH(ctx context.Context, addr string, ports relayPorts, cipher string) (*chain, error) {
-	dir, err := e.rig.socketDir()
+	dir, err := socketDir(e.rig)
 	if err != nil {
 		return nil, err
 	}
@@ -234,19 +237,19 @@ func (e *env) startOpenSSH(ctx context.Context, addr string, ports relayPorts, c
 		return nil, err
 	}
 	ssh, err := e.run("ssh", exec.CommandContext(ctx, "ssh", "-F", cfg, "-N",
-		"-J", e.rig.user+"@login", e.rig.user+"@"+e.rig.node,
+		"-J", e.rig.User+"@login", e.rig.User+"@"+e.rig.Node,
 		"-R", sockPath(dir, ports.echo)+":"+e.hostEcho,
-		"-R", sockPath(dir, ports.redis)+":"+e.rig.redis))
+		"-R", sockPath(dir, ports.redis)+":"+e.rig.Redis))
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{name: chainOpenSSH, parts: []*proc{ssh},
+	c := &chain{name: chainOpenSSH, parts: []*child.Process{ssh},
 		echo: net.JoinHostPort(addr, strconv.Itoa(ports.echo)), redis: net.JoinHostPort(addr, strconv.Itoa(ports.redis))}
 	if err := e.waitFiles(ctx, c, []string{sockPath(dir, ports.echo), sockPath(dir, ports.redis)}); err != nil {
 		return nil, fmt.Errorf("ssh -R: %w: %s", err, e.logTail("ssh"))
 	}
 	for i, port := range []int{ports.echo, ports.redis} {
-		s, err := e.run("socat-"+strconv.Itoa(i), e.rig.asUser(ctx, nodeNetns, "socat",
+		s, err := e.run("socat-"+strconv.Itoa(i), e.rig.AsUser(ctx, rigbench.NodeNetns, "socat",
 			fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", port, addr), "UNIX-CONNECT:"+sockPath(dir, port)))
 		if err != nil {
 			return nil, err
@@ -283,7 +286,7 @@ Host *
   StrictHostKeyChecking yes
   GlobalKnownHostsFile /dev/null
   BatchMode yes
-%s`, e.rig.loginHost, e.rig.loginPort, e.rig.knownHosts, e.rig.node, e.rig.nodeKnownHosts, e.rig.user, e.rig.key, ciphers)
+%s`, e.rig.LoginHost, e.rig.LoginPort, e.rig.KnownHosts, e.rig.Node, e.rig.NodeKnownHosts, e.rig.User, e.rig.Key, ciphers)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return "", fmt.Errorf("ssh config: %w", err)
 	}
@@ -309,8 +312,8 @@ func (e *env) waitFiles(ctx context.Context, c *chain, paths []string) error {
 			return nil
 		}
 		for _, p := range c.parts {
-			if !p.running() {
-				return fmt.Errorf("%s ended: %v", p.name, p.err)
+			if !p.Running() {
+				return fmt.Errorf("%s ended: %v", p.Name, p.Err())
 			}
 		}
 		if time.Now().After(deadline) {

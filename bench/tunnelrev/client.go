@@ -13,6 +13,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/echo"
 )
 
 // Tests the client runs.
@@ -90,7 +92,7 @@ func runClient(o clientOptions) (clientResult, error) {
 func probe(addr string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
-		_, err := setupOnce(addr)
+		_, err := echo.RoundTrip(addr)
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
@@ -103,32 +105,13 @@ func probe(addr string, d time.Duration) error {
 func setups(addr string, n int) (clientResult, error) {
 	res := clientResult{SetupsNs: make([]int64, 0, n)}
 	for range n {
-		d, err := setupOnce(addr)
+		d, err := echo.RoundTrip(addr)
 		if err != nil {
 			return res, err
 		}
 		res.SetupsNs = append(res.SetupsNs, d.Nanoseconds())
 	}
 	return res, nil
-}
-
-// setupOnce connects to addr's echo, sends one byte and waits for it back.
-func setupOnce(addr string) (time.Duration, error) {
-	start := time.Now()
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		return 0, fmt.Errorf("connect: %w", err)
-	}
-	defer c.Close()
-	c.SetDeadline(start.Add(10 * time.Second))
-	if _, err := c.Write([]byte{opEcho, 'x'}); err != nil {
-		return 0, fmt.Errorf("write: %w", err)
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(c, b[:]); err != nil {
-		return 0, fmt.Errorf("read the echo: %w", err)
-	}
-	return time.Since(start), nil
 }
 
 // stream is one connection's share of a parallel test: bytes or pairs.

@@ -39,6 +39,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
 )
 
 func main() {
@@ -76,23 +78,16 @@ func run(ctx context.Context, o options, keep bool) (err error) {
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "sluice-tunnelrev-")
+	work, err := rigbench.WorkDir("sluice-tunnelrev-")
 	if err != nil {
-		return fmt.Errorf("work directory: %w", err)
+		return err
 	}
 	defer func() {
-		if keep || err != nil {
-			fmt.Fprintln(os.Stderr, "tunnelrev: work directory (binaries, logs) kept:", work)
-			return
-		}
-		os.RemoveAll(work)
+		rigbench.EndWorkDir(work, keep || err != nil, "tunnelrev: work directory (binaries, logs) kept")
 	}()
-	if err := os.Chmod(work, 0o755); err != nil {
-		return fmt.Errorf("work directory: %w", err)
-	}
 	e := &env{rig: r, work: work}
 	defer e.cleanup()
-	if e.relay, e.tun, e.self, err = build(ctx, work, os.Stderr); err != nil {
+	if e.relay, e.tun, e.self, err = build(ctx, work); err != nil {
 		return err
 	}
 	if e.hostEcho, err = e.startServer("host-server", exec.CommandContext(ctx, e.self, "serve", "-listen", "127.0.0.1:0")); err != nil {
@@ -133,8 +128,8 @@ func run(ctx context.Context, o options, keep bool) (err error) {
 	report(os.Stdout, res, o)
 	for _, c := range chains {
 		for _, p := range c.parts {
-			if !p.running() {
-				fmt.Printf("\nNOTE: %s (%s) ended during the run: %v; see its log\n", p.name, c.name, p.err)
+			if !p.Running() {
+				fmt.Printf("\nNOTE: %s (%s) ended during the run: %v; see its log\n", p.Name, c.name, p.Err())
 			}
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/sluice-hpc/sluice/bench/internal/child"
 )
 
 // profile starts `perf record -g` on each part of the chains (their pids;
@@ -20,21 +22,21 @@ func (e *env) profile(ctx context.Context, dir string, chains []*chain) (func(),
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("profile directory: %w", err)
 	}
-	var recs []*proc
+	var recs []*child.Process
 	stop := func() {
 		for _, p := range recs {
 			// perf writes its file on SIGINT.
-			p.cmd.Process.Signal(syscall.SIGINT)
+			p.Signal(syscall.SIGINT)
 		}
 		for _, p := range recs {
-			<-p.done
+			<-p.Done()
 		}
 	}
 	for _, c := range chains {
 		for _, p := range c.parts {
-			out := filepath.Join(dir, p.name+".perf.data")
-			cmd := exec.CommandContext(ctx, "perf", "record", "-F", "499", "-g", "--inherit", "-o", out, "-p", strconv.Itoa(p.pid()))
-			rec, err := start("perf-"+p.name, cmd, filepath.Join(e.work, "perf-"+p.name+".log"))
+			out := filepath.Join(dir, p.Name+".perf.data")
+			cmd := exec.CommandContext(ctx, "perf", "record", "-F", "499", "-g", "--inherit", "-o", out, "-p", strconv.Itoa(p.Pid()))
+			rec, err := child.Start("perf-"+p.Name, cmd, filepath.Join(e.work, "perf-"+p.Name+".log"))
 			if err != nil {
 				stop()
 				return nil, err

@@ -3,13 +3,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
 )
 
 // redisRate is one line of redis-benchmark -q: a test and its requests per
@@ -26,15 +27,13 @@ func (e *env) redisBenchmark(ctx context.Context, addr string, n int) ([]redisRa
 	if err != nil {
 		return nil, fmt.Errorf("redis-benchmark: %w", err)
 	}
-	cmd := e.rig.asUser(ctx, nodeNetns, "redis-benchmark", "-h", host, "-p", port, "-q", "-t", "ping,set,get", "-n", strconv.Itoa(n))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("redis-benchmark: %w: %s", err, strings.TrimSpace(stderr.String()))
+	out, err := rigbench.Output(e.rig.AsUser(ctx, rigbench.NodeNetns, "redis-benchmark", "-h", host, "-p", port, "-q", "-t", "ping,set,get", "-n", strconv.Itoa(n)))
+	if err != nil {
+		return nil, fmt.Errorf("redis-benchmark: %w", err)
 	}
-	rates := parseRedisQ(stdout.String())
+	rates := parseRedisQ(string(out))
 	if len(rates) == 0 {
-		return nil, fmt.Errorf("redis-benchmark: no rates in %q", stdout.String())
+		return nil, fmt.Errorf("redis-benchmark: no rates in %q", out)
 	}
 	return rates, nil
 }

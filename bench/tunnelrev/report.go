@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/stats"
 )
 
 // row is one figure of the report: a value for each chain, and whether
@@ -30,7 +31,7 @@ func report(w io.Writer, res *results, o options) {
 		}
 		r := row{label: label, values: map[string]float64{}, spread: map[string][2]float64{}, higher: higher, format: format}
 		for c, vs := range byChain {
-			r.values[c] = median(vs)
+			r.values[c] = stats.Median(vs)
 			r.spread[c] = [2]float64{slices.Min(vs), slices.Max(vs)}
 		}
 		rows = append(rows, r)
@@ -45,7 +46,7 @@ func report(w io.Writer, res *results, o options) {
 	}{{0.50, "connection set-up p50 (ms)"}, {0.99, "connection set-up p99 (ms)"}} {
 		r := row{label: q.label, values: map[string]float64{}, format: "%.2f"}
 		for c, s := range res.setups {
-			r.values[c] = float64(percentile(s, q.p)) / float64(time.Millisecond)
+			r.values[c] = float64(stats.Quantile(s, q.p)) / float64(time.Millisecond)
 		}
 		rows = append(rows, r)
 	}
@@ -133,28 +134,4 @@ func report(w io.Writer, res *results, o options) {
 		fmt.Fprintf(w, "%s: %d processes idle, %d at peak; CPU %.2f s for %.2f GB moved by the throughput tests\n",
 			c, res.idle[c].procs, res.peak[c].procs, res.cpu[c].Seconds(), float64(res.moved[c])/1e9)
 	}
-}
-
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// percentile returns the p-quantile of ds, nearest rank.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(p*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
 }

@@ -12,14 +12,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sluice-hpc/sluice/bench/internal/echo"
 )
 
 // The first byte a client sends tells the server what to do with the
 // connection.
 const (
-	opEcho   = 'E' // send back every byte until EOF
-	opSink   = 'S' // read frames until the last, then send the count as 8 bytes
-	opSource = 'D' // send bytes until the client goes away
+	opEcho   = echo.Op // send back every byte until EOF
+	opSink   = 'S'     // read frames until the last, then send the count as 8 bytes
+	opSource = 'D'     // send bytes until the client goes away
 )
 
 // copyBuf is the size of the buffers the server and the client write with.
@@ -67,7 +69,7 @@ func serveConn(c net.Conn) {
 	}
 	switch op[0] {
 	case opEcho:
-		echo(c)
+		echo.Serve(c, make([]byte, copyBuf))
 	case opSink:
 		sink(c)
 	case opSource:
@@ -76,23 +78,6 @@ func serveConn(c net.Conn) {
 			if _, err := c.Write(buf); err != nil {
 				return
 			}
-		}
-	}
-}
-
-// echo writes back what it reads with a plain read/write loop, as a small
-// request/response server does.
-func echo(c net.Conn) {
-	buf := make([]byte, copyBuf)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			if _, werr := c.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
 		}
 	}
 }
