@@ -46,6 +46,7 @@ type config struct {
 	// reverse
 	socketDir string
 	endpoints []tunnel.Endpoint
+	socksPort int // 0 for no SOCKS proxy
 }
 
 // maxSocketPath is the longest path of a unix socket (sun_path holds 108
@@ -72,7 +73,7 @@ func parseArgs(mode string, args []string) (*config, error) {
 // rawFlags holds the flags that are checked after parsing, as given.
 type rawFlags struct {
 	login, metrics, target, listen, level string
-	nodePort                              portValue
+	nodePort, socksPort                   portValue
 	ports                                 portList
 	endpoints                             endpointList
 }
@@ -101,7 +102,8 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 		fs.StringVar(&raw.listen, "listen", "", "IP address to listen on (default: all addresses)")
 	case modeReverse:
 		fs.StringVar(&c.socketDir, "socket-dir", "", "the pod's socket directory on the compute node, an absolute path (required)")
-		fs.Var(&raw.endpoints, "forward", "a cluster endpoint, `LISTENPORT=HOST:PORT`: the job's rev-LISTENPORT.sock leads to HOST:PORT (repeatable; at least one)")
+		fs.Var(&raw.endpoints, "forward", "a cluster endpoint, `LISTENPORT=HOST:PORT`: the job's rev-LISTENPORT.sock leads to HOST:PORT (repeatable; at least one, or --socks-port)")
+		fs.Var(&raw.socksPort, "socks-port", "`PORT` of a SOCKS5 proxy on the compute node's 127.0.0.1, open to every user of the node (default: none)")
 	}
 	return fs, raw
 }
@@ -227,12 +229,16 @@ func (c *config) checkReverse(raw *rawFlags) []error {
 		errs = append(errs, fmt.Errorf("--socket-dir: %w", err))
 	}
 	c.endpoints = raw.endpoints
-	if len(c.endpoints) == 0 {
-		errs = append(errs, errors.New("--forward is required (at least one LISTENPORT=HOST:PORT)"))
+	c.socksPort = int(raw.socksPort)
+	if len(c.endpoints) == 0 && c.socksPort == 0 {
+		errs = append(errs, errors.New("--forward is required (at least one LISTENPORT=HOST:PORT), or --socks-port"))
 	}
 	listen := make([]int, len(c.endpoints))
 	for i, e := range c.endpoints {
 		listen[i] = e.ListenPort
+		if e.ListenPort == c.socksPort {
+			errs = append(errs, fmt.Errorf("--socks-port: %d is also the listen port of --forward %s", c.socksPort, e))
+		}
 	}
 	if err := distinct(listen); err != nil {
 		errs = append(errs, fmt.Errorf("--forward: listen %w", err))

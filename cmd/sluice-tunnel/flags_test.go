@@ -121,6 +121,17 @@ func TestParseArgsReverse(t *testing.T) {
 	}
 }
 
+func TestParseArgsReverseSocks(t *testing.T) {
+	c, err := parseArgs(modeReverse, argv(reverseFlags, map[string]string{"forward": "-"}, "--socks-port=1080"))
+	if err != nil || c.socksPort != 1080 || len(c.endpoints) != 0 {
+		t.Errorf("SOCKS only: %+v, %v; want socks port 1080 and no forward", c, err)
+	}
+	c, err = parseArgs(modeReverse, argv(reverseFlags, nil, "--socks-port=1080"))
+	if err != nil || c.socksPort != 1080 || len(c.endpoints) != 1 {
+		t.Errorf("forward and SOCKS: %+v, %v", c, err)
+	}
+}
+
 func TestParseArgsRefuses(t *testing.T) {
 	long := "/tmp/" + strings.Repeat("d", 100)
 	for _, tc := range []struct {
@@ -185,6 +196,9 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"forward annotation syntax", modeReverse, map[string]string{"forward": "6379:redis:6379"}, nil, []string{`invalid value "6379:redis:6379" for flag -forward: "6379:redis:6379": want LISTENPORT=HOST:PORT`}},
 		{"forward host", modeReverse, map[string]string{"forward": "6379=re;dis:6379"}, nil, []string{"-forward:", `host "re;dis" is not a host name`}},
 		{"forward listen port repeats", modeReverse, nil, []string{"--forward=6379=redis.other:6379"}, []string{"--forward: listen port 6379 is listed twice"}},
+		{"socks port is a listen port", modeReverse, nil, []string{"--socks-port=6379"}, []string{"--socks-port: 6379 is also the listen port of --forward 6379=redis.default:6379"}},
+		{"socks port out of range", modeReverse, nil, []string{"--socks-port=70000"}, []string{"-socks-port"}},
+		{"socks port in forward", modeForward, nil, []string{"--socks-port=1080"}, []string{"flag provided but not defined: -socks-port"}},
 		{"target in reverse", modeReverse, nil, []string{"--target=node"}, []string{"flag provided but not defined: -target"}},
 		{"ports in reverse", modeReverse, nil, []string{"--ports=80"}, []string{"flag provided but not defined: -ports"}},
 		{"listen in reverse", modeReverse, nil, []string{"--listen=127.0.0.1"}, []string{"flag provided but not defined: -listen"}},

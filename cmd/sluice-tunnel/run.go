@@ -37,7 +37,7 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 		log.Info("tunnel starting", append(start, "target", string(c.target), "ports", (*portList)(&c.ports).String())...)
 		err = newForward(c, hop, log, metrics, status).Run(ctx)
 	case modeReverse:
-		log.Info("tunnel starting", append(start, "endpoints", (*endpointList)(&c.endpoints).String())...)
+		log.Info("tunnel starting", append(start, "endpoints", (*endpointList)(&c.endpoints).String(), "socks_port", c.socksPort)...)
 		err = newReverse(c, hop, log, metrics, status).Run(ctx)
 	}
 	if err == nil {
@@ -69,6 +69,7 @@ func newReverse(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics,
 		NodeFile:  c.nodeFile,
 		SocketDir: c.socketDir,
 		Endpoints: c.endpoints,
+		SocksPort: c.socksPort,
 		Log:       log,
 		Metrics:   m,
 		Status:    st,

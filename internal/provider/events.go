@@ -16,6 +16,9 @@ const (
 	EventLost          = "JobLost"
 	EventCancelled     = "Cancelled"
 	EventSubmitWaiting = "SubmitWaiting"
+	// EventReverseSocksProxy warns that a pod's SOCKS proxy is open to
+	// every user of its node (S5).
+	EventReverseSocksProxy = "ReverseSocksProxy"
 	// ReasonRefused is both the Event reason and the pod status reason of a
 	// pod that cannot run (S6).
 	ReasonRefused = "SluiceRefused"

@@ -64,6 +64,11 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 	p.mu.Unlock()
 	if ref != nil && first {
 		p.event(pod, corev1.EventTypeNormal, EventShadowCreated, "shadow %s/%s ready for the tunnel (forward %t, reverse %t)", ref.Namespace, ref.Name, ref.Forward, ref.Reverse)
+		if r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID)); err == nil && r != nil && r.SocksPort != 0 {
+			p.event(pod, corev1.EventTypeWarning, EventReverseSocksProxy,
+				"SOCKS5 proxy on 127.0.0.1:%d of the job's node: every user of that node can reach the cluster through it, not only this job", r.SocksPort)
+			p.log.Warn("provider: pod asks for a SOCKS5 proxy open to every user of its node", "pod", keyOf(pod), "port", r.SocksPort)
+		}
 	}
 	if ip, err := p.cfg.Shadows.PodIP(ctx, pod); err == nil && ip != "" {
 		p.setPodIP(st, ip)

@@ -196,3 +196,22 @@ func TestShadowKeptContainerStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestShadowSocksProxyWarns(t *testing.T) {
+	pod := testPod("socks")
+	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis:6379", annotations.ReverseSocksPort: "1080"}
+	shadows := &fakeShadows{}
+	h := newHarness(t, func(c *Config) {
+		c.Shadows = shadows
+		c.Reverse = annotations.SiteRules{ReverseEnabled: true, ShadowModeSSH: true, TunnelEnabled: true, AllowSocks: true}
+		c.SocketDirRoot = "/tmp/sluice-sock"
+		c.Relay = func(context.Context) (string, error) {
+			return "/home/alice/.sluice/.bin/sluice-relay-0123456789abcdef", nil
+		}
+	}, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("Warning ReverseSocksProxy SOCKS5 proxy on 127.0.0.1:1080 of the job's node: every user of that node can reach the cluster through it")
+	h.waitEvent("submitted as Slurm job")
+}

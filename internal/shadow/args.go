@@ -43,13 +43,16 @@ func (s Spec) forwardArgs(ports []int32, metrics int32) []string {
 }
 
 // reverseArgs are the arguments of `sluice-tunnel reverse` for the pod uid
-// and its forwards, whose Dial is already qualified for the shadow's
-// namespace.
-func (s Spec) reverseArgs(uid string, forwards []annotations.Forward, metrics int32) []string {
+// and its reverse tunnel: its forwards, whose Dial is already qualified for
+// the shadow's namespace, and its SOCKS port.
+func (s Spec) reverseArgs(uid string, rev *annotations.Reverse, metrics int32) []string {
 	args := append([]string{"reverse"}, s.commonArgs()...)
 	args = append(args, "--socket-dir="+path.Join(s.SocketDirRoot, uid))
-	for _, f := range forwards {
+	for _, f := range rev.Forwards {
 		args = append(args, "--forward="+strconv.Itoa(f.ListenPort)+"="+f.Dial)
+	}
+	if rev.SocksPort != 0 {
+		args = append(args, "--socks-port="+strconv.Itoa(rev.SocksPort))
 	}
 	return append(args, "--metrics="+metricsAddr(metrics))
 }

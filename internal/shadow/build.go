@@ -132,7 +132,7 @@ func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotati
 	}
 	if o.Reverse {
 		containers = append(containers, s.tunnelContainer(ContainerReverse,
-			s.reverseArgs(uid, rev.Forwards, revMetrics), nil))
+			s.reverseArgs(uid, rev, revMetrics), nil))
 	}
 	var volumes []corev1.Volume
 	if len(containers) > 0 {

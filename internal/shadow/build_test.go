@@ -369,3 +369,37 @@ func TestSpecValidate(t *testing.T) {
 		t.Errorf("Validate with the credentials in the tenant namespace: %v", err)
 	}
 }
+
+func TestBuildSocks(t *testing.T) {
+	s := testSpec()
+	t.Run("with forwards", func(t *testing.T) {
+		pod := testPod("science", "job", withAnnotation(annotations.ReverseForwards, "redis:6379"), withAnnotation(annotations.ReverseSocksPort, "1080"))
+		objs, err := s.Build(pod)
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		rev := container(objs, "ssh-reverse").Args
+		if !slicesContain(rev, "--socks-port=1080") || !slicesContain(rev, "--forward=6379=redis.science:6379") {
+			t.Errorf("reverse args %q; want the forward and --socks-port=1080", rev)
+		}
+	})
+	t.Run("alone", func(t *testing.T) {
+		pod := testPod("science", "job", withAnnotation(annotations.ReverseSocksPort, "1080"))
+		objs, err := s.Build(pod)
+		if err != nil || objs == nil {
+			t.Fatalf("Build: %v, %v; want a shadow for the proxy", objs, err)
+		}
+		rev := container(objs, "ssh-reverse").Args
+		if !slicesContain(rev, "--socks-port=1080") {
+			t.Errorf("reverse args %q; want --socks-port=1080", rev)
+		}
+		for _, a := range rev {
+			if strings.HasPrefix(a, "--forward=") {
+				t.Errorf("reverse args %q hold a forward; want none", rev)
+			}
+		}
+		if objs.Service != nil || len(objs.Deployment.Spec.Template.Spec.Containers) != 1 {
+			t.Errorf("a SOCKS-only pod got a Service or more than the reverse container")
+		}
+	})
+}

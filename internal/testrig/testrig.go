@@ -72,3 +72,22 @@ func repoRoot(t testing.TB) string {
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
+
+// OverrideNodeSSHD sets options of the compute node's sshd (sshd_config
+// lines, which win over the rig's own) and restarts it; the options are
+// removed, and the sshd restarted, when the test ends. Connections made
+// before keep the options they were made with.
+func (r *Rig) OverrideNodeSSHD(t testing.TB, options string) {
+	t.Helper()
+	file := r.Get(t, "RIG_SSHD_NODE_OVERRIDE")
+	if err := os.WriteFile(file, []byte(options), 0o644); err != nil {
+		t.Fatalf("sshd override: %v", err)
+	}
+	r.Ctl(t, "restart", "sshd-node")
+	t.Cleanup(func() {
+		if err := os.WriteFile(file, nil, 0o644); err != nil {
+			t.Errorf("sshd override: %v", err)
+		}
+		r.Ctl(t, "restart", "sshd-node")
+	})
+}

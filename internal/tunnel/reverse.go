@@ -38,9 +38,16 @@ type Reverse struct {
 	// SocketDir is the pod's socket directory on the node,
 	// <SocketDirRoot>/<pod uid>: an absolute path. Required.
 	SocketDir string
-	// Endpoints are the forwards, at least one, with distinct listen
-	// ports.
+	// Endpoints are the forwards, with distinct listen ports. At least
+	// one, or a SocksPort.
 	Endpoints []Endpoint
+	// SocksPort, when not 0, asks for a SOCKS5 proxy on 127.0.0.1:SocksPort
+	// of the node (Reverse.AllowSocks), in a session of its own that holds
+	// on the socket directory alone: a port another user takes while the
+	// tunnel is down keeps the proxy down, not the forwards. The proxy dials
+	// with Dial, and refuses loopback and unspecified destinations (the
+	// shadow's own ports).
+	SocksPort int
 	// Dial opens connections to the endpoints in the cluster, each within
 	// the Hop's timeout. If nil, a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -93,27 +100,51 @@ func (r *Reverse) Run(ctx context.Context) error {
 		cancel()
 		wg.Wait()
 	}()
-	changed := make(chan struct{}, 1)
+	var states []*reverseState
+	if len(r.Endpoints) > 0 {
+		states = append(states, &reverseState{r: r, log: log, primary: true})
+	}
+	if r.SocksPort != 0 {
+		log.Warn("SOCKS proxy asked for: every user of the node can reach the cluster through it (Reverse.AllowSocks)", "port", r.SocksPort)
+		states = append(states, &reverseState{r: r, log: log.With("session", "socks"), socks: true, primary: len(states) == 0})
+	}
+	for _, s := range states {
+		s.changed = make(chan struct{}, 1)
+	}
 	w := &nodeWatch{file: r.NodeFile, every: orDefault(r.PollInterval, time.Second), log: log}
 	w.onChange = func(string) {
-		select {
-		case changed <- struct{}{}:
-		default:
+		for _, s := range states {
+			select {
+			case s.changed <- struct{}{}:
+			default:
+			}
 		}
 	}
 	w.poll()
 	wg.Go(func() { w.run(ctx) })
 
-	s := &reverseState{r: r, log: log}
+	var loops sync.WaitGroup
+	for _, s := range states {
+		loops.Go(func() { s.loop(ctx, w, s.changed) })
+	}
+	loops.Wait()
+	return nil
+}
+
+// loop makes sessions to the node w names, one after the other, until ctx
+// ends.
+func (s *reverseState) loop(ctx context.Context, w *nodeWatch, changed <-chan struct{}) {
 	defer func() {
 		s.set(false)
-		log.Info("reverse tunnel stopped")
+		s.log.Info(s.what() + " stopped")
 	}()
 	for ctx.Err() == nil {
 		node := w.node()
 		if node == "" {
-			r.Status.set(StateWaiting, "", nil)
-			log.Info("reverse tunnel waiting for the node")
+			if s.primary {
+				s.r.Status.set(StateWaiting, "", nil)
+			}
+			s.log.Info(s.what() + " waiting for the node")
 			select {
 			case <-ctx.Done():
 			case <-changed:
@@ -132,7 +163,14 @@ func (r *Reverse) Run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
-	return nil
+}
+
+// what names the session in log lines.
+func (s *reverseState) what() string {
+	if s.socks {
+		return "SOCKS proxy"
+	}
+	return "reverse tunnel"
 }
 
 func (r *Reverse) check() error {
@@ -141,8 +179,10 @@ func (r *Reverse) check() error {
 		return errors.New("no hop")
 	case r.NodeFile == "":
 		return errors.New("no node file")
-	case len(r.Endpoints) == 0:
-		return errors.New("no endpoint")
+	case len(r.Endpoints) == 0 && r.SocksPort == 0:
+		return errors.New("no endpoint and no SOCKS port")
+	case r.SocksPort < 0 || r.SocksPort > 65535:
+		return fmt.Errorf("SOCKS port %d: out of range", r.SocksPort)
 	case r.BackoffMin < 0 || r.BackoffMax < 0 || r.PollInterval < 0 || r.KeepAliveInterval < 0 || r.KeepAliveTimeout < 0:
 		return errors.New("durations must not be negative")
 	case r.BackoffMax != 0 && r.BackoffMax < orDefault(r.BackoffMin, 500*time.Millisecond):
@@ -158,6 +198,9 @@ func (r *Reverse) check() error {
 		}
 		seen[e.ListenPort] = true
 	}
+	if seen[r.SocksPort] {
+		return fmt.Errorf("SOCKS port %d is also a listen port", r.SocksPort)
+	}
 	return checkSocketDir(r.SocketDir, r.Endpoints)
 }
 
@@ -166,10 +209,13 @@ func (r *Reverse) check() error {
 type reverseState struct {
 	r        *Reverse
 	log      *slog.Logger
-	up       bool // the forwards are held
-	everUp   bool // a session was up before: the next one is a reconnect
-	failures int  // sessions in a row that failed or did not hold long
-	alarmed  bool // a host key error was logged in this series
+	socks    bool          // the session holds the SOCKS proxy, not the forwards
+	primary  bool          // its state is the tunnel's: Metrics' up, OnState, Status
+	changed  chan struct{} // told of a node change
+	up       bool          // the forwards are held
+	everUp   bool          // a session was up before: the next one is a reconnect
+	failures int           // sessions in a row that failed or did not hold long
+	alarmed  bool          // a host key error was logged in this series
 	attempts int
 
 	mu          sync.Mutex
@@ -191,18 +237,24 @@ func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan 
 		}
 	}()
 	log := s.log.With("node", node, "attempt", s.attempts)
-	if st := s.r.Status.Snapshot(); st.Node != node || st.State == StateWaiting {
+	if st := s.r.Status.Snapshot(); s.primary && (st.Node != node || st.State == StateWaiting) {
 		s.r.Status.set(StateConnecting, node, nil)
 	}
 	var heldAt time.Time
 	err := s.session(sctx, node, log, func() {
 		heldAt = time.Now()
 		s.set(true)
-		s.r.Status.set(StateUp, node, nil)
-		if s.everUp {
-			s.r.Metrics.Reconnect()
+		if s.primary {
+			s.r.Status.set(StateUp, node, nil)
+			if s.everUp {
+				s.r.Metrics.Reconnect()
+			}
 		}
-		log.Info("reverse tunnel up", "endpoints", len(s.r.Endpoints), "reconnect", s.everUp)
+		if s.socks {
+			log.Warn("SOCKS proxy up: open to every user of the node", "addr", socksAddr(s.r.SocksPort), "reconnect", s.everUp)
+		} else {
+			log.Info("reverse tunnel up", "endpoints", len(s.r.Endpoints), "reconnect", s.everUp)
+		}
 		s.everUp = true
 	})
 	wasUp := s.up
@@ -213,14 +265,16 @@ func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan 
 	case errors.Is(context.Cause(sctx), errNodeChanged):
 		s.failures, s.alarmed = 0, false
 		if wasUp {
-			log.Info("reverse tunnel down: the node changed")
+			log.Info(s.what() + " down: the node changed")
 		}
 		return 0, true
 	}
 	if wasUp && time.Since(heldAt) >= stableSession {
 		s.failures = 0
 	}
-	s.r.Status.failed(node, err)
+	if s.primary {
+		s.r.Status.failed(node, err)
+	}
 	s.failures++
 	backMax := orDefault(s.r.BackoffMax, time.Minute)
 	var keyErr *sshx.HostKeyError
@@ -240,9 +294,9 @@ func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan 
 	s.alarmed = false
 	wait = backoffAfter(s.failures, orDefault(s.r.BackoffMin, 500*time.Millisecond), backMax)
 	if wasUp {
-		log.Warn("reverse tunnel down", "held", time.Since(heldAt).Round(time.Millisecond), "retry_in", wait, "err", err)
+		log.Warn(s.what()+" down", "held", time.Since(heldAt).Round(time.Millisecond), "retry_in", wait, "err", err)
 	} else {
-		log.Warn("reverse connect failed", "failures", s.failures, "retry_in", wait, "err", err)
+		log.Warn(s.what()+" connect failed", "failures", s.failures, "retry_in", wait, "err", err)
 	}
 	return wait, false
 }
@@ -254,6 +308,9 @@ func (s *reverseState) set(up bool) {
 		return
 	}
 	s.up = up
+	if !s.primary {
+		return
+	}
 	s.r.Metrics.SetUp(up)
 	if s.r.OnState != nil {
 		s.r.OnState(up)

@@ -258,7 +258,7 @@ func TestReverseFakeUnsafeDirectory(t *testing.T) {
 	}
 	startReverse(t, r)
 	waitFor(t, 5*time.Second, "refused", func() bool {
-		return countWith(rec, "reverse connect failed", "err", "writable by group or others") >= 2
+		return countWith(rec, "reverse tunnel connect failed", "err", "writable by group or others") >= 2
 	})
 	if len(states.get()) != 0 {
 		t.Errorf("states = %v; want never up", states.get())

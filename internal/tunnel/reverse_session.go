@@ -57,12 +57,20 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	lns, err := s.listen(client)
-	if err != nil {
-		return err
-	}
-	for i, ln := range lns {
-		wg.Go(func() { s.serve(ctx, &wg, ln, r.Endpoints[i], log) })
+	if s.socks {
+		ln, err := s.listenSocks(client)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { s.serveSocks(ctx, ln, log) })
+	} else {
+		lns, err := s.listen(client)
+		if err != nil {
+			return err
+		}
+		for i, ln := range lns {
+			wg.Go(func() { s.serve(ctx, &wg, ln, r.Endpoints[i], log) })
+		}
 	}
 	held := make(chan struct{})
 	if err := s.hold(ctx, cancel, &wg, client, inode, held); err != nil {
@@ -81,8 +89,8 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 }
 
 // prepare makes sure the socket directory exists, is the user's and no one
-// else's to write, and holds none of the tunnel's sockets; it returns the
-// directory's inode.
+// else's to write, and (for the forwards' session) holds none of the
+// tunnel's sockets; it returns the directory's inode.
 func (s *reverseState) prepare(ctx context.Context, client *ssh.Client) (string, error) {
 	dir := s.r.SocketDir
 	out, err := s.command(ctx, client, prepareCommand(dir))
@@ -95,6 +103,10 @@ func (s *reverseState) prepare(ctx context.Context, client *ssh.Client) (string,
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", dir, err)
+	}
+	if s.socks {
+		// The forwards' sockets are the other session's.
+		return d.inode, nil
 	}
 	if _, err := s.command(ctx, client, clearCommand(dir, d.inode, s.r.Endpoints)); err != nil {
 		return "", fmt.Errorf("remove stale sockets in %s: %w", dir, err)
@@ -131,7 +143,11 @@ func (s *reverseState) hold(ctx context.Context, cancel context.CancelCauseFunc,
 	}
 	var stderr bytes.Buffer
 	sess.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
-	if err := sess.Start(holdCommand(s.r.SocketDir, inode, s.r.Endpoints)); err != nil {
+	eps := s.r.Endpoints
+	if s.socks {
+		eps = nil // the proxy holds on the directory alone
+	}
+	if err := sess.Start(holdCommand(s.r.SocketDir, inode, eps)); err != nil {
 		sess.Close()
 		return fmt.Errorf("holder: start: %w", err)
 	}

@@ -6,10 +6,11 @@
 //	sluice-probe tls --url URL --ca FILE
 //	    GET URL over TLS verified against the CA in FILE alone, the host
 //	    name included: "tls ok: <certificate subject> <HTTP status> <body>".
-//	sluice-probe redis --addr HOST:PORT [--v4mapped]
+//	sluice-probe redis --addr HOST:PORT [--v4mapped | --socks PROXY]
 //	    send PING, print "redis HOST:PORT says +PONG"; with --v4mapped the
 //	    IPv4 address HOST resolves to is dialled over IPv6 as ::ffff:a.b.c.d,
-//	    as a JVM does by default.
+//	    as a JVM does by default; with --socks, HOST:PORT is asked of the
+//	    SOCKS5 proxy at PROXY (host:port), which resolves HOST.
 //
 // It exits 1 on failure, after printing "failed: <why>".
 package main
@@ -31,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/proxy"
 )
 
 func main() {
@@ -53,8 +56,9 @@ func main() {
 		fs := flag.NewFlagSet("redis", flag.ExitOnError)
 		addr := fs.String("addr", "", "host:port of the Redis server")
 		mapped := fs.Bool("v4mapped", false, "dial the IPv4 address over IPv6, v4-mapped")
+		socks := fs.String("socks", "", "host:port of a SOCKS5 proxy to go through")
 		fs.Parse(os.Args[2:])
-		out, err = probeRedis(ctx, *addr, *mapped)
+		out, err = probeRedis(ctx, *addr, *mapped, *socks)
 	default:
 		fmt.Fprintf(os.Stderr, "sluice-probe: unknown command %q\n", os.Args[1])
 		os.Exit(2)
@@ -95,7 +99,7 @@ func probeTLS(ctx context.Context, url, caFile string) (string, error) {
 	return fmt.Sprintf("tls ok: %s %s %s", subject, resp.Status, strings.Join(strings.Fields(string(body)), " ")), nil
 }
 
-func probeRedis(ctx context.Context, addr string, mapped bool) (string, error) {
+func probeRedis(ctx context.Context, addr string, mapped bool, socks string) (string, error) {
 	target := addr
 	if mapped {
 		host, port, err := net.SplitHostPort(addr)
@@ -117,9 +121,16 @@ func probeRedis(ctx context.Context, addr string, mapped bool) (string, error) {
 	}
 	var c net.Conn
 	var err error
-	if mapped {
+	switch {
+	case socks != "":
+		d, derr := proxy.SOCKS5("tcp", socks, nil, &net.Dialer{})
+		if derr != nil {
+			return "", derr
+		}
+		c, err = d.(proxy.ContextDialer).DialContext(ctx, "tcp", target)
+	case mapped:
 		c, err = dialMapped(target)
-	} else {
+	default:
 		var d net.Dialer
 		c, err = d.DialContext(ctx, "tcp", target)
 	}

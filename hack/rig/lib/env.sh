@@ -22,6 +22,7 @@ env_write() {
 		printf 'RIG_IMAGE=%s\n' "${RIG_IMAGE_DIR}"
 		printf 'RIG_REDIS_ADDR=%s\n' "${REDIS_ADDR}"
 		printf 'RIG_SOCKET_DIR_ROOT=%s\n' "${SOCKET_DIR_ROOT}"
+		printf 'RIG_SSHD_NODE_OVERRIDE=%s\n' "$(sshd_override sshd-node)"
 		printf 'RIG_SLURM_CONF=%s\n' "${SLURM_CONF}"
 		printf 'RIG_KUBECONFIG=%s\n' "${KUBE_DIR}/admin.kubeconfig"
 		printf 'RIG_KUBE_CA=%s\n' "${KUBE_CA_CERT}"

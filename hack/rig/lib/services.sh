@@ -73,9 +73,10 @@ services_up() {
 	slurm_prepare
 	kube_prepare
 	kube_restart_changed
-	local svc
+	local svc overrides=1
+	sshd_overrides_reset && overrides=0
 	for svc in sshd-login sshd-node; do
-		if sshd_prepare "${svc}" && service_pid "${svc}" >/dev/null; then
+		if { sshd_prepare "${svc}" || ((overrides == 0)); } && service_pid "${svc}" >/dev/null; then
 			log "${svc}: config changed"
 			service_stop "${svc}"
 		fi

@@ -12,6 +12,7 @@ sshd_addr() { if [[ "$1" == sshd-login ]]; then printf '%s' "${LOGIN_ADDR}"; els
 sshd_ns() { if [[ "$1" == sshd-login ]]; then printf '%s' "${NS_LOGIN}"; else printf '%s' "${NS_NODE}"; fi; }
 sshd_host_key() { printf '%s/ssh_host_%s_ed25519_key' "${RIG_KEY_DIR}" "$(sshd_role "$1")"; }
 sshd_conf() { printf '%s/sshd_%s.conf' "${RIG_CONF_DIR}" "$(sshd_role "$1")"; }
+sshd_override() { printf '%s/sshd_%s.override.conf' "${RIG_CONF_DIR}" "$(sshd_role "$1")"; }
 
 # host_key_line NAME SERVICE: a known_hosts line pinning SERVICE's key for NAME.
 host_key_line() {
@@ -29,9 +30,10 @@ sshd_prepare() {
 	fi
 	chmod 0600 "${key}"
 	install -d -m 0755 /run/sshd
+	[[ -f "$(sshd_override "${svc}")" ]] || install -m 0644 /dev/null "$(sshd_override "${svc}")"
 	local changed=1
 	if render "${RIG_SRC_DIR}/conf/sshd_config.in" "$(sshd_conf "${svc}")" 0644 \
-		ROLE="$(sshd_role "${svc}")" ADDR="$(sshd_addr "${svc}")" HOST_KEY="${key}" \
+		ROLE="$(sshd_role "${svc}")" ADDR="$(sshd_addr "${svc}")" HOST_KEY="${key}" OVERRIDE="$(sshd_override "${svc}")" \
 		PID_FILE="${RIG_RUN_DIR}/${svc}.pid" USERS="${RIG_USER} ${RIG_OTHER_USER}"; then
 		changed=0
 	fi
@@ -73,4 +75,19 @@ sshd_start() {
 	sshd_prepare "${svc}" || true
 	spawn "${svc}" sshd ip netns exec "$(sshd_ns "${svc}")" /usr/sbin/sshd -D -e -f "$(sshd_conf "${svc}")"
 	wait_until 15 "${svc} to answer" sshd_answers "${svc}" || { tail_log "${svc}"; die "${svc} does not answer"; }
+}
+
+# sshd_overrides_reset empties the override files a test may have left,
+# and tells whether one was not empty (0), so that its sshd is restarted.
+sshd_overrides_reset() {
+	local svc f dirty=1
+	for svc in sshd-login sshd-node; do
+		f="$(sshd_override "${svc}")"
+		if [[ -s "${f}" ]]; then
+			log "${svc}: override ${f} left by a test: emptied"
+			: >"${f}"
+			dirty=0
+		fi
+	done
+	return "${dirty}"
 }
