@@ -112,11 +112,16 @@ func (p *Provider) setPodIP(st *podState, ip string) {
 	}
 }
 
-// reverseJob is the job side of the pod's reverse tunnel, or nil.
+// reverseJob is the job side of the pod's reverse tunnel (its forwards
+// and its SOCKS proxy), or nil.
 func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.ReverseJob, error) {
 	r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID))
-	if err != nil || r == nil || len(r.Forwards) == 0 {
+	if err != nil || r == nil {
 		return nil, err
+	}
+	if len(r.Forwards) == 0 {
+		// A SOCKS proxy alone needs the socket directory, not the relay.
+		return slurm.NewReverseJob(r, p.cfg.SocketDirRoot, ""), nil
 	}
 	if p.cfg.Relay == nil {
 		return nil, errors.New("no relay binary to place on the site")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
@@ -214,4 +215,29 @@ func TestShadowSocksProxyWarns(t *testing.T) {
 	}
 	h.waitEvent("Warning ReverseSocksProxy SOCKS5 proxy on 127.0.0.1:1080 of the job's node: every user of that node can reach the cluster through it")
 	h.waitEvent("submitted as Slurm job")
+}
+
+func TestShadowSocksOnlyJob(t *testing.T) {
+	pod := testPod("socksonly")
+	pod.Annotations = map[string]string{annotations.ReverseSocksPort: "1080"}
+	var placed atomic.Bool
+	h := newHarness(t, func(c *Config) {
+		c.Shadows = &fakeShadows{}
+		c.Reverse = annotations.SiteRules{ReverseEnabled: true, ShadowModeSSH: true, TunnelEnabled: true, AllowSocks: true}
+		c.SocketDirRoot = "/tmp/sluice-sock"
+		c.Relay = func(context.Context) (string, error) { placed.Store(true); return "/x/sluice-relay", nil }
+	}, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.mu.Lock()
+	job := h.jobs.lastJob
+	h.jobs.mu.Unlock()
+	if job.Reverse == nil || job.Reverse.SocksPort != 1080 || job.Reverse.RelayPath != "" || len(job.Reverse.Ports) != 0 {
+		t.Errorf("job reverse %+v; want the SOCKS port alone, no relay", job.Reverse)
+	}
+	if placed.Load() {
+		t.Error("the relay was placed for a pod with no forwards")
+	}
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/sluice-hpc/sluice/internal/relay"
 )
 
-// ReverseJob is the job's side of a reverse tunnel (SPEC S5). The batch
-// script of a job that has one (templates/reverse.sh.tmpl), before the pod's
-// pre-exec snippet:
+// ReverseJob is the job's side of a reverse tunnel (SPEC S5): forwards
+// (Ports), a SOCKS proxy (SocksPort), or both. The batch script of a job that
+// has one (templates/reverse.sh.tmpl), before the pod's pre-exec snippet:
 //
 //   - fails at once, with a message saying so, when SocketDirRoot is empty
 //     or not a directory the job's user can use;
@@ -24,12 +24,17 @@ import (
 //     and owned by the job's user, afresh (one left by an earlier run on the
 //     node, as after a requeue, is removed first, so that no stale socket
 //     stands for the tunnel);
-//   - writes a copy of the node's /etc/hosts that maps Names to Addr, in
-//     node-local temporary space (mktemp in ${TMPDIR:-/tmp});
-//   - starts the relay (RelayPath) on Addr and Ports, and waits up to
-//     Timeout for its rev-relay.ready and for every rev-<port>.sock of the
-//     tunnel, failing the job with a message naming what is missing, or with
-//     the relay's own message when it exits first (a port taken).
+//   - with forwards, writes a copy of the node's /etc/hosts that maps Names
+//     to Addr, in node-local temporary space (mktemp in ${TMPDIR:-/tmp}),
+//     and starts the relay (RelayPath) on Addr and Ports;
+//   - waits up to Timeout for the relay's rev-relay.ready and every
+//     rev-<port>.sock of the tunnel, and for the SOCKS proxy's listener on
+//     127.0.0.1:SocksPort owned by the job's user (read in /proc/net/tcp and
+//     tcp6), failing the job with a message naming what is missing, with the
+//     relay's own message when it exits first (a port taken), or at once when
+//     the SOCKS port is held on a wildcard address by the job's user (the
+//     node's sshd has GatewayPorts yes, which opens the proxy to other
+//     machines) or on 127.0.0.1 by another user.
 //
 // After the pre-exec snippet, so that binds it sets are kept, the hosts copy
 // is bound over the containers' /etc/hosts: through APPTAINER_BIND (which
@@ -38,19 +43,27 @@ import (
 // the job ends the relay is stopped and the socket directory removed.
 type ReverseJob struct {
 	// Addr is the IPv4 loopback address the relay holds, not 127.0.0.1.
+	// Unused without Ports.
 	Addr netip.Addr
 	// Ports are the ports the relay listens on: the listen ports of the
-	// pod's reverse forwards. At least one, each once.
+	// pod's reverse forwards, each once. Empty for a job with a SOCKS
+	// proxy only, which has no relay.
 	Ports []uint16
 	// Names are the host names the job asked for, mapped to Addr in its
-	// /etc/hosts. localhost and IP addresses have no place here.
+	// /etc/hosts. localhost and IP addresses have no place here. Empty
+	// without Ports.
 	Names []string
+	// SocksPort is the port of the SOCKS5 proxy that the tunnel serves on
+	// 127.0.0.1 of the node; 0 for none. It is none of Ports.
+	SocksPort uint16
 	// SocketDirRoot is the site's node-local directory of socket
 	// directories. If empty, the job fails at start saying so.
 	SocketDirRoot string
 	// RelayPath is the relay binary on the site (see Client.PlaceRelay).
+	// Unused without Ports.
 	RelayPath string
-	// Timeout bounds the wait for the relay and the tunnel. If zero, 120s.
+	// Timeout bounds the wait for the relay, the tunnel and the SOCKS
+	// proxy. If zero, 120s.
 	Timeout time.Duration
 }
 
@@ -66,14 +79,20 @@ const maxSocketPath = 107
 var longestSocketName = relay.SocketName(65535)
 
 // NewReverseJob is the job side of the reverse tunnel a pod asks for: its
-// relay address, the listen ports of its forwards and the names to map (its
-// forwards' hosts but for IP addresses and localhost, once each). It
-// returns nil when r is nil or has no forwards.
+// SOCKS port and, when it has forwards, its relay address and relayPath, the
+// listen ports of its forwards and the names to map (its forwards' hosts but
+// for IP addresses and localhost, once each). A job with a SOCKS proxy only
+// has no relay: relayPath is not kept. It returns nil when r is nil or asks
+// for neither forwards nor SOCKS.
 func NewReverseJob(r *annotations.Reverse, socketDirRoot, relayPath string) *ReverseJob {
-	if r == nil || len(r.Forwards) == 0 {
+	if r == nil || (len(r.Forwards) == 0 && r.SocksPort == 0) {
 		return nil
 	}
-	rj := &ReverseJob{Addr: r.Bind, SocketDirRoot: socketDirRoot, RelayPath: relayPath}
+	rj := &ReverseJob{SocketDirRoot: socketDirRoot, SocksPort: uint16(r.SocksPort)}
+	if len(r.Forwards) == 0 {
+		return rj
+	}
+	rj.Addr, rj.RelayPath = r.Bind, relayPath
 	for _, f := range r.Forwards {
 		rj.Ports = append(rj.Ports, uint16(f.ListenPort))
 		if !f.IsIP() && !isLocalhost(f.Host) && !slices.Contains(rj.Names, f.Host) {
@@ -105,16 +124,34 @@ func CheckSocketDirRoot(root, uid string) error {
 
 // check checks everything of r that reaches the batch script.
 func (r *ReverseJob) check(uid string) error {
+	switch {
+	case len(r.Ports) == 0 && r.SocksPort == 0:
+		return errors.New("reverse tunnel: no ports and no SOCKS port")
+	case len(r.Ports) == 0 && len(r.Names) > 0:
+		return errors.New("reverse tunnel: names to map but no ports")
+	case r.SocksPort != 0 && slices.Contains(r.Ports, r.SocksPort):
+		return fmt.Errorf("reverse tunnel: SOCKS port %d is also a forward's port", r.SocksPort)
+	case r.Timeout < 0:
+		return fmt.Errorf("reverse tunnel: negative timeout %v", r.Timeout)
+	}
+	if err := CheckSocketDirRoot(r.SocketDirRoot, uid); err != nil {
+		return fmt.Errorf("reverse tunnel: %w", err)
+	}
+	if len(r.Ports) == 0 {
+		return nil
+	}
+	return r.checkForwards()
+}
+
+// checkForwards checks what the relay and the hosts copy take: the relay's
+// address and path, the ports and the names.
+func (r *ReverseJob) checkForwards() error {
 	a := r.Addr.Unmap()
 	switch {
 	case !a.Is4() || !a.IsLoopback():
 		return fmt.Errorf("reverse tunnel: relay address %v is not an IPv4 loopback address", r.Addr)
 	case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
 		return errors.New("reverse tunnel: relay address 127.0.0.1 is shared by every user of the node")
-	case len(r.Ports) == 0:
-		return errors.New("reverse tunnel: no ports")
-	case r.Timeout < 0:
-		return fmt.Errorf("reverse tunnel: negative timeout %v", r.Timeout)
 	}
 	seen := make(map[uint16]bool, len(r.Ports))
 	for _, p := range r.Ports {
@@ -127,9 +164,6 @@ func (r *ReverseJob) check(uid string) error {
 		if err := checkHostName(n); err != nil {
 			return fmt.Errorf("reverse tunnel: %w", err)
 		}
-	}
-	if err := CheckSocketDirRoot(r.SocketDirRoot, uid); err != nil {
-		return fmt.Errorf("reverse tunnel: %w", err)
 	}
 	if !safePath.MatchString(r.RelayPath) || path.Clean(r.RelayPath) != r.RelayPath {
 		return fmt.Errorf("reverse tunnel: relay path %q must be a clean absolute path of letters, digits and ._/@+=_-", r.RelayPath)
@@ -156,12 +190,17 @@ func checkHostName(n string) error {
 type reverseData struct {
 	Root    string // may be empty: the script then fails at start
 	UID     string
+	Timeout int64 // seconds
+	// The relay, for forwards; all empty for a SOCKS proxy only.
 	Relay   string
 	Addr    string
 	Ports   string   // comma-separated, as --ports takes them
 	Sockets []string // rev-<port>.sock, in the order of Ports
 	Ready   string
-	Timeout int64 // seconds
+	// The SOCKS proxy's port, 0 for none, and the same in hex as
+	// /proc/net/tcp shows it (four upper-case digits).
+	Socks    uint16
+	SocksHex string
 	// Hosts are the lines added to the hosts copy, "ADDR name"; empty when
 	// the job asked for no names (or the runtime cannot bind the copy).
 	Hosts []string
@@ -180,12 +219,18 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	if timeout == 0 {
 		timeout = DefaultReverseTimeout
 	}
-	addr := r.Addr.Unmap().String()
 	d := &reverseData{
-		Root: r.SocketDirRoot, UID: uid, Relay: r.RelayPath, Addr: addr,
-		Ready:   relay.ReadyFile,
+		Root: r.SocketDirRoot, UID: uid,
 		Timeout: int64((timeout + time.Second - 1) / time.Second),
 	}
+	if r.SocksPort != 0 {
+		d.Socks, d.SocksHex = r.SocksPort, fmt.Sprintf("%04X", r.SocksPort)
+	}
+	if len(r.Ports) == 0 {
+		return d
+	}
+	addr := r.Addr.Unmap().String()
+	d.Relay, d.Addr, d.Ready = r.RelayPath, addr, relay.ReadyFile
 	ports := make([]string, 0, len(r.Ports))
 	for _, p := range r.Ports {
 		ports = append(ports, strconv.Itoa(int(p)))

@@ -1,8 +1,10 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,15 +40,38 @@ var reverseGoldenCases = []struct {
 		p.Annotations[AnnotationPreExec] = "export SINGULARITY_BIND=/shared/data:/data"
 	}},
 	{name: "singularity-reverse", runtime: RuntimeSingularity},
-	{name: "charliecloud-reverse", runtime: RuntimeCharliecloud, pod: func(p *corev1.Pod) {
-		p.Spec.Containers[0].Image = "/shared/ch/busybox"
-		p.Spec.InitContainers = []corev1.Container{{Name: "show-hosts", Image: "/shared/ch/busybox", Command: []string{"cat", "/etc/hosts"}}}
-	}},
+	{name: "charliecloud-reverse", runtime: RuntimeCharliecloud, pod: chPod},
 	{name: "none-reverse", runtime: RuntimeNone, rev: func(r *ReverseJob) { r.Timeout = 1500 * time.Millisecond }},
 	{name: "apptainer-reverse-ip-only", runtime: RuntimeApptainer, pod: func(p *corev1.Pod) {
 		p.Annotations[annotations.ReverseForwards] = "10.96.0.10:53"
 	}},
 	{name: "apptainer-reverse-no-root", runtime: RuntimeApptainer, rev: func(r *ReverseJob) { r.SocketDirRoot = "" }},
+	// Forwards and a SOCKS proxy; a SOCKS proxy alone, with no relay, hosts
+	// copy or binds.
+	{name: "apptainer-reverse-socks", runtime: RuntimeApptainer, pod: withSocks},
+	{name: "apptainer-reverse-socks-only", runtime: RuntimeApptainer, pod: socksOnly},
+	{name: "singularity-reverse-socks", runtime: RuntimeSingularity, pod: withSocks},
+	{name: "singularity-reverse-socks-only", runtime: RuntimeSingularity, pod: socksOnly},
+	{name: "charliecloud-reverse-socks", runtime: RuntimeCharliecloud, pod: func(p *corev1.Pod) { chPod(p); withSocks(p) }},
+	{name: "charliecloud-reverse-socks-only", runtime: RuntimeCharliecloud, pod: func(p *corev1.Pod) { chPod(p); socksOnly(p) }},
+	{name: "none-reverse-socks", runtime: RuntimeNone, pod: withSocks},
+	{name: "none-reverse-socks-only", runtime: RuntimeNone, pod: socksOnly},
+}
+
+// chPod runs reversePod under Charliecloud, with an init container that
+// shows the hosts file.
+func chPod(p *corev1.Pod) {
+	p.Spec.Containers[0].Image = "/shared/ch/busybox"
+	p.Spec.InitContainers = []corev1.Container{{Name: "show-hosts", Image: "/shared/ch/busybox", Command: []string{"cat", "/etc/hosts"}}}
+}
+
+// withSocks adds a SOCKS proxy on port 1080 to reversePod's forwards.
+func withSocks(p *corev1.Pod) { p.Annotations[annotations.ReverseSocksPort] = "1080" }
+
+// socksOnly asks for a SOCKS proxy on port 1080 and no forwards.
+func socksOnly(p *corev1.Pod) {
+	delete(p.Annotations, annotations.ReverseForwards)
+	p.Annotations[annotations.ReverseSocksPort] = "1080"
 }
 
 func TestReverseGolden(t *testing.T) {
@@ -80,30 +105,85 @@ func TestReverseGolden(t *testing.T) {
 }
 
 func TestNewReverseJob(t *testing.T) {
-	r, err := annotations.Parse(map[string]string{
-		annotations.ReverseForwards: "redis:6379 minio:9000 7000:minio:9001 10.0.0.1:5432 LocalHost:8080",
-	}, "ns", "0a1b2c3d-0000-4000-8000-000000000001")
+	const uid = "0a1b2c3d-0000-4000-8000-000000000001"
+	bind, err := annotations.DeriveBind(uid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rj := NewReverseJob(r, "/tmp/s", "/bin/relay")
-	want := []uint16{6379, 9000, 7000, 5432, 8080}
-	if len(rj.Ports) != len(want) {
-		t.Fatalf("ports %v; want %v", rj.Ports, want)
+	forwards := "redis:6379 minio:9000 7000:minio:9001 10.0.0.1:5432 LocalHost:8080"
+	tests := []struct {
+		name        string
+		annotations map[string]string // nil: NewReverseJob(nil, …)
+		want        *ReverseJob       // nil: none
+	}{
+		{"nil", nil, nil},
+		{"forwards", map[string]string{annotations.ReverseForwards: forwards}, &ReverseJob{
+			Addr: bind, Ports: []uint16{6379, 9000, 7000, 5432, 8080}, Names: []string{"redis", "minio"},
+			SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
+		}},
+		{"forwards and socks", map[string]string{annotations.ReverseForwards: "redis:6379", annotations.ReverseSocksPort: "1080"}, &ReverseJob{
+			Addr: bind, Ports: []uint16{6379}, Names: []string{"redis"}, SocksPort: 1080,
+			SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
+		}},
+		// No relay: no address, relay path, ports or names.
+		{"socks only", map[string]string{annotations.ReverseSocksPort: "1080"}, &ReverseJob{
+			SocksPort: 1080, SocketDirRoot: "/tmp/s",
+		}},
+		{"bind alone asks for nothing", map[string]string{annotations.ReverseBind: "127.0.0.2"}, nil},
 	}
-	for i := range want {
-		if rj.Ports[i] != want[i] {
-			t.Fatalf("ports %v; want %v", rj.Ports, want)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r *annotations.Reverse
+			if tt.annotations != nil {
+				var err error
+				if r, err = annotations.Parse(tt.annotations, "ns", uid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := NewReverseJob(r, "/tmp/s", "/bin/relay")
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v; want %+v", got, tt.want)
+			}
+			if got == nil {
+				return
+			}
+			job := testJob()
+			job.UID = uid
+			job.Reverse = got
+			if _, err := Script(job, ScriptOptions{JobDir: "/data/ns-uid", Runtime: RuntimeApptainer}); err != nil {
+				t.Errorf("Script: %v", err)
+			}
+		})
 	}
-	if len(rj.Names) != 2 || rj.Names[0] != "redis" || rj.Names[1] != "minio" {
-		t.Errorf("names %q; want [redis minio]", rj.Names)
+}
+
+// TestReverseScriptTakes renders jobs that check must take.
+func TestReverseScriptTakes(t *testing.T) {
+	tests := []struct {
+		name string
+		rev  ReverseJob
+	}{
+		{"forwards", ReverseJob{Addr: netip.MustParseAddr("127.1.2.3"), Ports: []uint16{6379}, Names: []string{"redis"}, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay"}},
+		{"forwards and socks", ReverseJob{Addr: netip.MustParseAddr("127.1.2.3"), Ports: []uint16{6379}, SocksPort: 1080, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay"}},
+		{"socks only", ReverseJob{SocksPort: 1080, SocketDirRoot: "/tmp/s"}},
+		{"socks only, no root", ReverseJob{SocksPort: 65535}},
+		// What only the relay takes is not used without forwards.
+		{"socks only ignores the relay", ReverseJob{SocksPort: 1, Addr: netip.MustParseAddr("127.0.0.1"), RelayPath: "relay", SocketDirRoot: "/tmp/s"}},
 	}
-	if rj.Addr != r.Bind || rj.SocketDirRoot != "/tmp/s" || rj.RelayPath != "/bin/relay" {
-		t.Errorf("got %+v", rj)
-	}
-	if NewReverseJob(nil, "/tmp/s", "/bin/relay") != nil {
-		t.Error("NewReverseJob(nil) is not nil")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := testJob()
+			job.Reverse = &tt.rev
+			script, err := Script(job, ScriptOptions{JobDir: "/data/ns-uid", Runtime: RuntimeApptainer})
+			if err != nil {
+				t.Fatalf("Script: %v", err)
+			}
+			hasRelay := bytes.Contains(script, []byte("sluice_rev_start_relay "))
+			hasSocks := bytes.Contains(script, []byte("sluice_rev_socks_port="))
+			if hasRelay != (len(tt.rev.Ports) > 0) || hasSocks != (tt.rev.SocksPort != 0) {
+				t.Errorf("script starts the relay: %v, waits for SOCKS: %v; want %v, %v", hasRelay, hasSocks, len(tt.rev.Ports) > 0, tt.rev.SocksPort != 0)
+			}
+		})
 	}
 }
 
@@ -133,6 +213,12 @@ func TestReverseScriptRefuses(t *testing.T) {
 		{"no relay", func(r *ReverseJob) { r.RelayPath = "" }, "relay path"},
 		{"relay with space", func(r *ReverseJob) { r.RelayPath = "/a b/relay" }, "relay path"},
 		{"negative timeout", func(r *ReverseJob) { r.Timeout = -time.Second }, "negative"},
+		{"socks port is a forward's", func(r *ReverseJob) { r.SocksPort = 6379 }, "SOCKS port 6379 is also a forward's port"},
+		{"no ports and no socks", func(r *ReverseJob) { r.Ports, r.Names = nil, nil }, "no ports and no SOCKS port"},
+		{"names without ports", func(r *ReverseJob) { r.Ports, r.SocksPort = nil, 1080 }, "names to map but no ports"},
+		{"socks only, bad root", func(r *ReverseJob) { r.Ports, r.Names, r.SocksPort, r.SocketDirRoot = nil, nil, 1080, "/tmp/a b" }, "socket directory root"},
+		{"socks only, negative timeout", func(r *ReverseJob) { r.Ports, r.Names, r.SocksPort, r.Timeout = nil, nil, 1080, -1 }, "negative"},
+		{"with socks, bad relay", func(r *ReverseJob) { r.SocksPort, r.RelayPath = 1080, "" }, "relay path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

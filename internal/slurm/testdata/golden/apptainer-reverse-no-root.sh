@@ -198,10 +198,12 @@ sluice_rev_start_relay() {
 	sluice_relay_pid=$!
 }
 
-# sluice_rev_wait TIMEOUT SOCKET... waits up to TIMEOUT seconds for the relay's
-# readiness file and for each SOCKET of the tunnel in the socket directory
-# (at least TIMEOUT seconds, less than one more), and fails the job naming
-# what is missing, or with the relay's own message when the relay ends first.
+# sluice_rev_wait TIMEOUT SOCKET... waits up to TIMEOUT seconds (at least
+# TIMEOUT seconds, less than one more) for what the job has of the tunnel: the
+# relay's readiness file and each SOCKET of the tunnel in the socket
+# directory, the SOCKS proxy (see sluice_rev_socks_ready). It fails the job
+# naming what is missing, or with the relay's own message when the relay ends
+# first.
 sluice_rev_wait() {
 	sluice_rev_timeout=$1
 	shift
@@ -210,12 +212,12 @@ sluice_rev_wait() {
 		if [ -n "$sluice_stop" ]; then
 			exit 143
 		fi
+		sluice_rev_why=
 		if ! kill -0 "$sluice_relay_pid" 2>/dev/null; then
 			sluice_rev_relay_ended
 		fi
-		sluice_rev_ready=
-		if [ -e "$sluice_rev_dir/$sluice_rev_ready_file" ]; then
-			sluice_rev_ready=1
+		if [ ! -e "$sluice_rev_dir/$sluice_rev_ready_file" ]; then
+			sluice_rev_why="the relay is not ready (no $sluice_rev_ready_file)"
 		fi
 		sluice_rev_missing=
 		for sluice_rev_sock in "$@"; do
@@ -223,17 +225,13 @@ sluice_rev_wait() {
 				sluice_rev_missing="$sluice_rev_missing $sluice_rev_sock"
 			fi
 		done
-		if [ -n "$sluice_rev_ready" ] && [ -z "$sluice_rev_missing" ]; then
+		if [ -n "$sluice_rev_missing" ]; then
+			sluice_rev_why="${sluice_rev_why:+$sluice_rev_why; }the tunnel's sockets are missing:$sluice_rev_missing (the pod's shadow makes them over SSH)"
+		fi
+		if [ -z "$sluice_rev_why" ]; then
 			return 0
 		fi
 		if [ "$(date +%s)" -gt "$sluice_rev_deadline" ]; then
-			sluice_rev_why=
-			if [ -z "$sluice_rev_ready" ]; then
-				sluice_rev_why="the relay is not ready (no $sluice_rev_ready_file)"
-			fi
-			if [ -n "$sluice_rev_missing" ]; then
-				sluice_rev_why="${sluice_rev_why:+$sluice_rev_why; }the tunnel's sockets are missing:$sluice_rev_missing (the pod's shadow makes them over SSH)"
-			fi
 			sluice_fail 1 "reverse tunnel not up after ${sluice_rev_timeout}s in $sluice_rev_dir: $sluice_rev_why"
 		fi
 		sleep 0.1 2>/dev/null || sleep 1
@@ -278,8 +276,9 @@ sluice_setsid=$(command -v setsid)
 sluice_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice.XXXXXX") || sluice_fail 1 "cannot make a temporary directory"
 
 # The reverse tunnel (SPEC S5), up before the pre-exec snippet and the
-# containers: the pod's socket directory, the relay on 127.239.59.51, and the
-# tunnel's sockets, which the pod's shadow makes over SSH.
+# containers, as the pod asks for it: the pod's socket directory; for
+# forwards, the relay and the tunnel's sockets, which the pod's shadow makes
+# over SSH; the SOCKS proxy on 127.0.0.1, which the shadow opens over SSH.
 sluice_rev_root=''
 sluice_rev_dir=$sluice_rev_root/0a1b2c3d-0000-4000-8000-000000000001
 sluice_rev_ready_file=rev-relay.ready

@@ -1,0 +1,374 @@
+#!/bin/sh
+#SBATCH --job-name=0a1b2c3d-0000-4000-8000-000000000001
+#SBATCH --output=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
+#SBATCH --error=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
+#SBATCH --chdir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
+#SBATCH --comment=default/hello
+
+# Rendered by sluice: the batch script of pod
+# default/hello
+# (uid 0a1b2c3d-0000-4000-8000-000000000001).
+# Every file it writes is in the job directory: see internal/slurm/layout.go.
+# shellcheck disable=SC2016 # the containers' arguments are literal: '$' in them stays '$'
+
+sluice_dir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
+sluice_tmp=
+sluice_pids=
+sluice_stop=
+
+# sluice_put FILE VALUE writes VALUE to FILE through a temporary file, so that
+# a reader never sees a partial file.
+sluice_put() {
+	printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"
+}
+
+# sluice_fail CODE MESSAGE ends the job with CODE.
+sluice_fail() {
+	echo "sluice: $2" >&2
+	exit "$1"
+}
+
+# sluice_exit runs when the script ends, however it ends short of SIGKILL: it
+# writes the exit code to job.exit, last.
+# shellcheck disable=SC2317 # called by trap
+sluice_exit() {
+	sluice_code=$?
+	sluice_rev_stop
+	if [ -n "$sluice_tmp" ]; then
+		rm -rf "$sluice_tmp"
+	fi
+	sluice_put "$sluice_dir/job.exit" "$sluice_code"
+	exit "$sluice_code"
+}
+
+# sluice_forward passes SIGTERM and SIGINT on to the running containers, as
+# SIGTERM: a non-interactive shell starts background commands with SIGINT
+# ignored.
+# shellcheck disable=SC2317 # called by trap
+sluice_forward() {
+	sluice_stop=1
+	for sluice_pid in $sluice_pids; do
+		kill -s TERM "$sluice_pid" 2>/dev/null
+	done
+}
+
+# sluice_wait PID waits for PID across the signals trapped meanwhile and
+# leaves its exit code in sluice_code.
+sluice_wait() {
+	while :; do
+		wait "$1"
+		sluice_code=$?
+		if [ "$sluice_code" -le 128 ] || ! kill -0 "$1" 2>/dev/null; then
+			return 0
+		fi
+	done
+}
+
+# sluice_term passes SIGTERM on to a container's main process, as Kubernetes
+# does; the rest of its process group is killed when that process ends.
+# shellcheck disable=SC2317 # called by trap
+sluice_term() {
+	if [ -n "$sluice_child" ]; then
+		kill -s TERM "$sluice_child" 2>/dev/null
+	fi
+}
+
+# sluice_run NAME ENV_FILE DIR COMMAND... runs one container: COMMAND, in its
+# own process group, with the variables of ENV_FILE (when not empty) and in
+# DIR (when not empty). Its output (stdout and stderr) goes to NAME.log, each
+# line stamped with the UTC time; its exit code goes to NAME.exit. When
+# COMMAND ends, what it left running in its group is killed, as a container's
+# processes end with it.
+sluice_run() {
+	sluice_child=
+	trap sluice_term TERM
+	sluice_name=$1 sluice_env=$2 sluice_cd=$3
+	shift 3
+	set -- "$sluice_setsid" "$@"
+	sluice_fifo=$sluice_tmp/$sluice_name
+	if ! mkfifo -m 600 "$sluice_fifo"; then
+		sluice_put "$sluice_dir/$sluice_name.exit" 1
+		return 1
+	fi
+	# The stamping awk ignores SIGTERM: it ends when the output does, so
+	# that no line is lost when the job is cancelled.
+	(
+		trap '' TERM INT
+		TZ=UTC
+		export TZ
+		exec awk '{ print strftime("%Y-%m-%dT%H:%M:%SZ") " " $0; fflush() }'
+	) <"$sluice_fifo" >>"$sluice_dir/$sluice_name.log" &
+	sluice_log=$!
+	(
+		if [ -n "$sluice_cd" ]; then
+			cd "$sluice_cd" || exit 1
+		fi
+		if [ -n "$sluice_env" ]; then
+			set -a
+			# shellcheck source=/dev/null
+			. "$sluice_env"
+			set +a
+		fi
+		exec "$@"
+	) >"$sluice_fifo" 2>&1 &
+	sluice_child=$!
+	sluice_wait "$sluice_child"
+	sluice_status=$sluice_code
+	kill -s KILL -- "-$sluice_child" 2>/dev/null
+	sluice_wait "$sluice_log"
+	rm -f "$sluice_fifo"
+	sluice_put "$sluice_dir/$sluice_name.exit" "$sluice_status"
+	return "$sluice_status"
+}
+
+# sluice_start NAME ... starts a container (see sluice_run) in the background.
+sluice_start() {
+	if [ -z "$sluice_stop" ]; then
+		sluice_run "$@" &
+		sluice_pids="$sluice_pids $!"
+	fi
+}
+
+# sluice_rev_stat PATH prints the mode, as ls shows it, and the owner's uid of
+# PATH itself: a symbolic link is not followed. (stat -c is not POSIX.)
+# shellcheck disable=SC2012 # one path, numeric owner
+sluice_rev_stat() {
+	ls -ldn -- "$1" 2>/dev/null | awk '{ print $1, $3 }'
+}
+
+# sluice_rev_check_root ROOT makes ROOT when it is missing, sticky and open to
+# all as /tmp is (every user of the node keeps socket directories there), and
+# fails the job unless this job's user can make a directory in it that nobody
+# else can take away: ROOT must not be writable by group or others unless it
+# is sticky.
+sluice_rev_check_root() {
+	if [ ! -e "$1" ]; then
+		mkdir -p -- "$1" 2>/dev/null && chmod 1777 -- "$1" 2>/dev/null
+	fi
+	if [ ! -d "$1" ] || [ ! -w "$1" ] || [ ! -x "$1" ]; then
+		sluice_fail 1 "reverse tunnel: socket directory root $1 is not usable: it is not a directory this job's user can write to"
+	fi
+	case $(sluice_rev_stat "$1/.") in
+	d????[!w]??[!w]* | d????????[tT]*) ;;
+	*) sluice_fail 1 "reverse tunnel: socket directory root $1 is not usable: it is writable by others and not sticky, so another user could replace this job's socket directory" ;;
+	esac
+}
+
+# sluice_rev_make_dir DIR makes the pod's socket directory afresh, drwx------
+# and owned by this job's user whatever the umask. One left by an earlier run
+# on this node (a requeue) is removed first, with its stale sockets, and the
+# tunnel's old session ends with it.
+sluice_rev_make_dir() {
+	sluice_uid=$(id -u) || sluice_fail 1 "reverse tunnel: cannot tell the user id"
+	if [ -e "$1" ] || [ -L "$1" ]; then
+		case $(sluice_rev_stat "$1") in
+		d*" $sluice_uid") rm -rf -- "$1" || sluice_fail 1 "reverse tunnel: cannot remove $1, left by an earlier run" ;;
+		*) sluice_fail 1 "reverse tunnel: $1 exists and is not a directory of this job's user (uid $sluice_uid)" ;;
+		esac
+	fi
+	# The tunnel's session may make the directory in the meantime (it does
+	# mkdir -p as the same user): that one is taken, after the check below.
+	if ! mkdir -m 700 -- "$1" 2>/dev/null && { [ -L "$1" ] || [ ! -d "$1" ]; }; then
+		sluice_fail 1 "reverse tunnel: cannot make the socket directory $1"
+	fi
+	sluice_rev_made=1
+	sluice_rev_mode=$(sluice_rev_stat "$1")
+	case $sluice_rev_mode in
+	"drwx------ $sluice_uid" | "drwx------. $sluice_uid") ;;
+	*) sluice_fail 1 "reverse tunnel: the socket directory $1 is '$sluice_rev_mode'; want drwx------ owned by uid $sluice_uid" ;;
+	esac
+}
+
+# sluice_rev_start_relay ADDR PORTS starts the relay in the background. Its
+# messages go to the job's output, and to a file for the job's failure
+# message; the copy ignores SIGTERM, so that it ends with the relay and loses
+# nothing.
+sluice_rev_start_relay() {
+	if [ ! -x "$sluice_relay" ]; then
+		sluice_fail 1 "reverse tunnel: the relay $sluice_relay is missing or not executable on this node"
+	fi
+	sluice_relay_err=$sluice_tmp/relay.err
+	mkfifo -m 600 "$sluice_tmp/relay.fifo" || sluice_fail 1 "reverse tunnel: cannot make a fifo for the relay"
+	(
+		trap '' TERM INT
+		exec tee "$sluice_relay_err" >&2
+	) <"$sluice_tmp/relay.fifo" &
+	sluice_relay_copy=$!
+	"$sluice_relay" --addr "$1" --dir "$sluice_rev_dir" --ports "$2" --parent-pid "$$" 2>"$sluice_tmp/relay.fifo" &
+	sluice_relay_pid=$!
+}
+
+# sluice_rev_wait TIMEOUT SOCKET... waits up to TIMEOUT seconds (at least
+# TIMEOUT seconds, less than one more) for what the job has of the tunnel: the
+# relay's readiness file and each SOCKET of the tunnel in the socket
+# directory, the SOCKS proxy (see sluice_rev_socks_ready). It fails the job
+# naming what is missing, or with the relay's own message when the relay ends
+# first.
+sluice_rev_wait() {
+	sluice_rev_timeout=$1
+	shift
+	sluice_rev_deadline=$(($(date +%s) + sluice_rev_timeout))
+	while :; do
+		if [ -n "$sluice_stop" ]; then
+			exit 143
+		fi
+		sluice_rev_why=
+		if ! kill -0 "$sluice_relay_pid" 2>/dev/null; then
+			sluice_rev_relay_ended
+		fi
+		if [ ! -e "$sluice_rev_dir/$sluice_rev_ready_file" ]; then
+			sluice_rev_why="the relay is not ready (no $sluice_rev_ready_file)"
+		fi
+		sluice_rev_missing=
+		for sluice_rev_sock in "$@"; do
+			if [ ! -S "$sluice_rev_dir/$sluice_rev_sock" ]; then
+				sluice_rev_missing="$sluice_rev_missing $sluice_rev_sock"
+			fi
+		done
+		if [ -n "$sluice_rev_missing" ]; then
+			sluice_rev_why="${sluice_rev_why:+$sluice_rev_why; }the tunnel's sockets are missing:$sluice_rev_missing (the pod's shadow makes them over SSH)"
+		fi
+		if ! sluice_rev_socks_ready; then
+			sluice_rev_why="${sluice_rev_why:+$sluice_rev_why; }the SOCKS proxy on 127.0.0.1:$sluice_rev_socks_port did not come up (the tunnel's session is missing)"
+		fi
+		if [ -z "$sluice_rev_why" ]; then
+			return 0
+		fi
+		if [ "$(date +%s)" -gt "$sluice_rev_deadline" ]; then
+			sluice_fail 1 "reverse tunnel not up after ${sluice_rev_timeout}s in $sluice_rev_dir: $sluice_rev_why"
+		fi
+		sleep 0.1 2>/dev/null || sleep 1
+	done
+}
+
+# sluice_rev_socks_ready tells whether the SOCKS proxy listens on 127.0.0.1
+# for this job's user, from the TCP sockets in LISTEN state (st 0A) on its
+# port in /proc/net/tcp and /proc/net/tcp6: local address and port in hex,
+# each 32-bit word of the address in host order, and the owner's uid in the
+# 8th field. It fails the job at once when this job's user holds the port on
+# a wildcard address, as the node's sshd does with GatewayPorts yes whatever
+# address it is asked for, and when another user holds it on 127.0.0.1 or a
+# wildcard address.
+sluice_rev_socks_ready() {
+	set --
+	for sluice_rev_net in /proc/net/tcp /proc/net/tcp6; do
+		if [ -r "$sluice_rev_net" ]; then
+			set -- "$@" "$sluice_rev_net"
+		fi
+	done
+	if [ "$#" -eq 0 ]; then
+		sluice_fail 1 "reverse tunnel: cannot read /proc/net/tcp to find the SOCKS proxy's listener"
+	fi
+	sluice_rev_socks=$(awk -v port="$sluice_rev_socks_hex" -v me="$sluice_uid" '
+		$4 != "0A" || split($2, a, ":") != 2 || a[2] != port { next }
+		a[1] == "00000000" || a[1] == "00000000000000000000000000000000" {
+			if ($8 == me) { wild = 1 } else { other = $8 }
+		}
+		a[1] == "0100007F" || a[1] == "0000000000000000FFFF00000100007F" {
+			if ($8 == me) { mine = 1 } else { other = $8 }
+		}
+		END {
+			if (wild) { print "wildcard" } else if (mine) { print "ready" } else if (other != "") { print "uid " other }
+		}' "$@" 2>/dev/null)
+	case $sluice_rev_socks in
+	ready) return 0 ;;
+	wildcard) sluice_fail 1 "reverse tunnel: the SOCKS proxy on port $sluice_rev_socks_port listens on every address of this node, not on 127.0.0.1 only: the node's sshd binds remote forwards on all addresses (GatewayPorts yes in its sshd_config), which would open the proxy to other machines; the site must set GatewayPorts no" ;;
+	"uid "*) sluice_fail 1 "reverse tunnel: port 127.0.0.1:$sluice_rev_socks_port, asked for the SOCKS proxy, is taken by $sluice_rev_socks on this node" ;;
+	esac
+	return 1
+}
+
+# sluice_rev_relay_ended fails the job with the exit status and the last
+# message of the relay, which has ended.
+sluice_rev_relay_ended() {
+	wait "$sluice_relay_pid"
+	sluice_rev_code=$?
+	sluice_relay_pid=
+	wait "$sluice_relay_copy"
+	sluice_rev_msg=$(awk 'NF { l = $0 } END { print l }' "$sluice_relay_err" 2>/dev/null)
+	sluice_fail 1 "reverse tunnel: the relay exited with status $sluice_rev_code before the tunnel was up: ${sluice_rev_msg:-no message}"
+}
+
+# sluice_rev_stop stops the relay and removes the socket directory, which ends
+# the tunnel's session on the node too.
+# shellcheck disable=SC2317 # called by sluice_exit
+sluice_rev_stop() {
+	if [ -n "${sluice_relay_pid:-}" ]; then
+		kill -s TERM "$sluice_relay_pid" 2>/dev/null
+	fi
+	if [ -n "${sluice_rev_made:-}" ]; then
+		rm -rf -- "$sluice_rev_dir"
+	fi
+}
+
+cd "$sluice_dir" || exit 1
+trap sluice_exit EXIT
+trap sluice_forward TERM INT
+# A requeued job runs again: the exit codes of its last run are gone.
+rm -f -- job.exit hello.exit
+if [ -n "${SLURM_JOB_ID:-}" ]; then
+	sluice_put "$sluice_dir/job.id" "$SLURM_JOB_ID"
+fi
+for sluice_tool in awk mkfifo mktemp setsid; do
+	command -v "$sluice_tool" >/dev/null || sluice_fail 127 "$sluice_tool not found in PATH"
+done
+sluice_setsid=$(command -v setsid)
+sluice_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice.XXXXXX") || sluice_fail 1 "cannot make a temporary directory"
+
+# The reverse tunnel (SPEC S5), up before the pre-exec snippet and the
+# containers, as the pod asks for it: the pod's socket directory; for
+# forwards, the relay and the tunnel's sockets, which the pod's shadow makes
+# over SSH; the SOCKS proxy on 127.0.0.1, which the shadow opens over SSH.
+sluice_rev_root=/tmp/sluice
+sluice_rev_dir=$sluice_rev_root/0a1b2c3d-0000-4000-8000-000000000001
+sluice_rev_ready_file=rev-relay.ready
+sluice_relay=/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef
+sluice_rev_socks_port=1080
+sluice_rev_socks_hex=0438
+for sluice_tool in date id ls tee; do
+	command -v "$sluice_tool" >/dev/null || sluice_fail 127 "$sluice_tool not found in PATH"
+done
+if [ -z "$sluice_rev_root" ]; then
+	sluice_fail 1 "reverse tunnel: the site sets no SocketDirRoot, so the job has no socket directory for its tunnel"
+fi
+sluice_rev_check_root "$sluice_rev_root"
+sluice_rev_make_dir "$sluice_rev_dir"
+# The names the pod asked for, mapped to the relay in a copy of /etc/hosts
+# in node-local space (only this node has the relay), removed at exit. They
+# come first: the first line naming a host wins.
+sluice_hosts=$(mktemp "$sluice_tmp/hosts.XXXXXX") || sluice_fail 1 "reverse tunnel: cannot make the hosts file"
+case $sluice_hosts in
+*[:,]*) sluice_fail 1 "reverse tunnel: the hosts file $sluice_hosts holds ':' or ',', which a bind cannot take: set TMPDIR to another directory" ;;
+esac
+{
+	printf '%s\n' '# sluice: the reverse tunnel' '127.239.59.51 redis' '127.239.59.51 minio.storage.svc.cluster.local'
+	cat /etc/hosts
+} >"$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot copy /etc/hosts to $sluice_hosts"
+chmod 644 "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot make $sluice_hosts readable"
+sluice_rev_start_relay 127.239.59.51 6379,9000,53,5000,6380
+sluice_rev_wait 120 rev-6379.sock rev-9000.sock rev-53.sock rev-5000.sock rev-6380.sock
+printf 'sluice: reverse tunnel up: relay on %s, ports %s, sockets in %s\n' 127.239.59.51 6379,9000,53,5000,6380 "$sluice_rev_dir" >&2
+printf 'sluice: reverse tunnel: the SOCKS proxy is on 127.0.0.1:%s, open to every user of this node\n' 1080 >&2
+
+# The hosts copy goes over the containers' /etc/hosts. Apptainer reads
+# SINGULARITY_BIND only while APPTAINER_BIND is unset, so APPTAINER_BIND
+# starts from it then: the job's own binds, the pre-exec's included, are kept.
+sluice_bind=${APPTAINER_BIND:-${SINGULARITY_BIND:-}}
+APPTAINER_BIND=${sluice_bind:+$sluice_bind,}$sluice_hosts:/etc/hosts
+export APPTAINER_BIND
+
+sluice_runtime=$(command -v apptainer) || sluice_fail 127 "apptainer not found in PATH"
+
+# Containers, all together.
+sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello '' "$sluice_runtime" exec --env-file /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello docker://ghcr.io/org/redis-client:7 sh -c 'printf '\''PING\r\n'\'' | nc redis 6379' --greeting 'hi there'
+sluice_result=0
+for sluice_pid in $sluice_pids; do
+	sluice_wait "$sluice_pid"
+	if [ "$sluice_result" -eq 0 ]; then
+		sluice_result=$sluice_code
+	fi
+done
+if [ "$sluice_result" -eq 0 ] && [ -n "$sluice_stop" ]; then
+	sluice_result=143
+fi
+exit "$sluice_result"
