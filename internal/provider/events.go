@@ -16,6 +16,9 @@ const (
 	EventLost          = "JobLost"
 	EventCancelled     = "Cancelled"
 	EventSubmitWaiting = "SubmitWaiting"
+	// EventJobScriptFailed tells why a job failed before its containers
+	// started, as its batch script said.
+	EventJobScriptFailed = "JobScriptFailed"
 	// EventReverseSocksProxy warns that a pod's SOCKS proxy is open to
 	// every user of its node (S5).
 	EventReverseSocksProxy = "ReverseSocksProxy"

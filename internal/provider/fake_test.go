@@ -37,6 +37,7 @@ type fakeJobs struct {
 	removes     []slurm.JobRef
 	logs        map[string]string // by container
 	logOpts     []slurm.LogOptions
+	failures    map[string]string // FailureMessage, by UID
 	nextID      int
 }
 
@@ -109,6 +110,12 @@ func (f *fakeJobs) Logs(_ context.Context, _ slurm.JobRef, container string, opt
 		return nil, fmt.Errorf("logs of container %s: %w", container, fs.ErrNotExist)
 	}
 	return io.NopCloser(strings.NewReader(text)), nil
+}
+
+func (f *fakeJobs) FailureMessage(_ context.Context, ref slurm.JobRef) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failures[ref.UID], nil
 }
 
 func (f *fakeJobs) Ref(namespace, uid string, id slurm.JobID) slurm.JobRef {

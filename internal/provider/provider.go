@@ -33,6 +33,7 @@ type Jobs interface {
 	Cancel(ctx context.Context, ref slurm.JobRef) error
 	Remove(ctx context.Context, ref slurm.JobRef) error
 	Logs(ctx context.Context, ref slurm.JobRef, container string, opts slurm.LogOptions) (io.ReadCloser, error)
+	FailureMessage(ctx context.Context, ref slurm.JobRef) (string, error)
 	Ref(namespace, uid string, id slurm.JobID) slurm.JobRef
 }
 

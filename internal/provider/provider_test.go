@@ -269,3 +269,22 @@ func TestRequeuedJobIsToldInAnEvent(t *testing.T) {
 		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
 	h.waitPhase(pod, corev1.PodRunning)
 }
+
+func TestFailureBeforeContainersIsExplained(t *testing.T) {
+	pod := testPod("early")
+	h := newHarness(t, nil, pod)
+	h.jobs.mu.Lock()
+	h.jobs.failures = map[string]string{"uid-early": "reverse tunnel: port 127.0.0.1:1080, asked for the SOCKS proxy, is taken by uid 1002 on this node"}
+	h.jobs.mu.Unlock()
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job 101")
+	code := 1
+	h.jobs.setState("uid-early", slurm.Status{State: slurm.StateFailed, Exit: &slurm.ExitCode{Code: code}})
+	h.waitEvent("Warning JobScriptFailed Slurm job 101 failed before its containers started: reverse tunnel: port 127.0.0.1:1080")
+	h.waitFor("the message on the pod", func() bool {
+		got := h.last(pod)
+		return got != nil && got.Status.Phase == corev1.PodFailed && strings.Contains(got.Status.Message, "is taken by uid 1002 on this node")
+	})
+}

@@ -105,6 +105,9 @@ func (p *Provider) update(st *podState, js slurm.Status) {
 	if js.BatchHost != "" && js.BatchHost != prev.BatchHost && !st.final {
 		p.followNode(st, js.BatchHost)
 	}
+	if st.final && prev.State != js.State && pod.Status.Phase == corev1.PodFailed && !anyStarted(js) {
+		p.explainFailure(st, js)
+	}
 	if changed {
 		p.push(st)
 	}
@@ -152,4 +155,39 @@ func reasonText(r string) string {
 		return ""
 	}
 	return ": " + r
+}
+
+// anyStarted tells whether a container of the job started.
+func anyStarted(js slurm.Status) bool {
+	for _, cs := range js.Containers {
+		if cs.Started {
+			return true
+		}
+	}
+	return false
+}
+
+// explainFailure reads why a job that failed before any container started
+// did (its batch script says so on job.out: the reverse tunnel not up, a
+// port taken), and adds it to the pod's message and to an Event.
+func (p *Provider) explainFailure(st *podState, js slurm.Status) {
+	p.mu.Lock()
+	ref := st.ref
+	p.mu.Unlock()
+	p.background(func(ctx context.Context) {
+		msg, err := p.cfg.Jobs.FailureMessage(ctx, ref)
+		if err != nil {
+			p.log.Warn("provider: why the job failed is not known", "job", ref.JobID, "error", err)
+			return
+		}
+		if msg == "" {
+			return
+		}
+		p.mu.Lock()
+		st.pod.Status.Message += ": " + msg
+		pod := st.pod.DeepCopy()
+		p.mu.Unlock()
+		p.event(pod, corev1.EventTypeWarning, EventJobScriptFailed, "Slurm job %s failed before its containers started: %s", js.JobID, msg)
+		p.push(st)
+	})
 }
