@@ -68,6 +68,7 @@ const (
 type tunnelOpts struct {
 	ssh     string // more keys of Network.SSH, indented four spaces
 	network string // more keys of Network, indented two spaces; $NAMESPACE is the test's
+	reverse string // more keys of Network.SSH.Reverse, indented six spaces
 	// nodeKnownHosts replaces the rig's pinned node host keys in the
 	// hpc-node-keys ConfigMap when not empty.
 	nodeKnownHosts string
@@ -88,9 +89,9 @@ func newTunnelEnv(t *testing.T, opts ...tunnelOpts) *env {
     ReplicateCredentials: true
 %s    Reverse:
       Enabled: true
-  EnableTunnel: true
+%s  EnableTunnel: true
   ShadowMode: ssh
-%s`, keySecret, loginHostKeys, nodeHostKeys, o.ssh, o.network)
+%s`, keySecret, loginHostKeys, nodeHostKeys, o.ssh, o.reverse, o.network)
 	relay := buildBin(t, "./cmd/sluice-relay")
 	return newEnvWith(t, network, func(e *env) {
 		e.vkArgs = []string{"--namespace", e.ns, "--relay-binary", relay}

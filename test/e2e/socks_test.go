@@ -1,0 +1,120 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// socksScript asks the SOCKS proxy for Redis in default, a Service the
+// pod did not list, then reaches the listed redis (its own namespace's) by
+// its forward a second.
+const socksScript = `P=/usr/local/bin/sluice-probe
+echo "via socks: $($P redis --addr redis.default:6379 --socks 127.0.0.1:1080)"
+i=0
+while [ $i -lt 600 ]; do
+	echo "tick $i $($P redis --addr redis:6379)"
+	i=$((i + 1))
+	sleep 1
+done
+`
+
+func (e *env) socksPod(name string) *corev1.Pod {
+	pod := e.pod(name, socksScript)
+	pod.Annotations = map[string]string{
+		annotations.ReverseForwards:  "redis:6379",
+		annotations.ReverseSocksPort: "1080",
+	}
+	return pod
+}
+
+// TestSocksRefusedWithoutAllowSocks: a pod asking for a SOCKS proxy on a
+// node without Reverse.AllowSocks fails with the rule, and no job runs.
+func TestSocksRefusedWithoutAllowSocks(t *testing.T) {
+	e := newTunnelEnv(t)
+	created := e.create(e.socksPod("nosocks"))
+	got := e.waitPod("nosocks", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
+	if got.Status.Reason != string(annotations.ReasonSocksNotAllowed) || !strings.Contains(got.Status.Message, annotations.ReverseSocksPort) ||
+		!strings.Contains(got.Status.Message, "AllowSocks") {
+		t.Errorf("reason %q message %q; want %s naming %s and AllowSocks", got.Status.Reason, got.Status.Message, annotations.ReasonSocksNotAllowed, annotations.ReverseSocksPort)
+	}
+	if jobs := e.squeue(string(created.UID)); len(jobs) != 0 {
+		t.Errorf("Slurm jobs %v for a refused pod; want none", jobs)
+	}
+}
+
+// TestSocksProxy: with AllowSocks, the job reaches a Service it did not list
+// through the proxy on the node's 127.0.0.1, with a Warning Event and a
+// warning in the shadow's log; when the tunnel drops and bob takes the
+// proxy's port meanwhile, the listed forwards come back all the same.
+func TestSocksProxy(t *testing.T) {
+	e := newTunnelEnv(t, tunnelOpts{reverse: "      AllowSocks: true\n"})
+	created := e.create(e.socksPod("socks"))
+	e.waitEvent(created, "ReverseSocksProxy")
+	e.waitTick("socks", -1, "says +PONG", 120*time.Second)
+	log := strings.Join(e.logs("socks", corev1.PodLogOptions{}), "\n")
+	if !strings.Contains(log, "via socks: redis redis.default:6379 says +PONG") {
+		t.Errorf("the job did not reach redis.default through the proxy:\n%s", log)
+	}
+	sp := e.shadowPod(created, e.ns+shadow.ShadowSuffix)
+	b, err := e.client.CoreV1().Pods(sp.Namespace).GetLogs(sp.Name, &corev1.PodLogOptions{Container: shadow.ContainerReverse}).DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(b), `"level":"WARN","msg":"SOCKS proxy up: open to every user of the node"`) {
+		t.Errorf("ssh-reverse logs lack the SOCKS warning (%v):\n%s", err, b)
+	}
+
+	// The tunnel drops (the node's sshd stopped, its sessions killed), and
+	// bob takes the proxy's port before it comes back.
+	user := e.rig.Get(t, "RIG_USER")
+	e.rig.Ctl(t, "stop", "sshd-node")
+	t.Cleanup(func() { e.rig.Ctl(t, "start", "sshd-node") })
+	pids, err := sessionPids(nodeNetns, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killAll(t, pids)
+	bob := exec.Command("ip", "netns", "exec", nodeNetns, "runuser", "-u", e.rig.Get(t, "RIG_OTHER_USER"), "--",
+		"socat", "-u", "TCP-LISTEN:1080,bind=127.0.0.1,reuseaddr,fork", "/dev/null")
+	bob.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	bob.Stdout, bob.Stderr = os.Stderr, os.Stderr
+	if err := bob.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-bob.Process.Pid, syscall.SIGKILL)
+		_ = bob.Wait()
+	})
+	e.waitFor("bob on 127.0.0.1:1080 of the node", 10*time.Second, func() bool {
+		out, _ := exec.Command("ip", "netns", "exec", nodeNetns, "ss", "-Hltn", "sport = :1080").Output()
+		return strings.Contains(string(out), "127.0.0.1:1080")
+	})
+	before := lastTick(e.ticks("socks"))
+	e.rig.Ctl(t, "start", "sshd-node")
+	e.waitTick("socks", before, "says +PONG", 60*time.Second)
+	e.waitFor("the proxy's session refused its port", 30*time.Second, func() bool {
+		b, err := e.client.CoreV1().Pods(sp.Namespace).GetLogs(sp.Name, &corev1.PodLogOptions{Container: shadow.ContainerReverse}).DoRaw(context.Background())
+		return err == nil && strings.Contains(string(b), "remote forward 127.0.0.1:1080 for the SOCKS proxy")
+	})
+}
+
+// TestSocksRefusesAWildcardListener: a node sshd with GatewayPorts yes binds
+// the proxy on every address; the job fails at start naming GatewayPorts.
+func TestSocksRefusesAWildcardListener(t *testing.T) {
+	e := newTunnelEnv(t, tunnelOpts{reverse: "      AllowSocks: true\n"})
+	e.rig.OverrideNodeSSHD(t, "GatewayPorts yes\n")
+	created := e.create(e.socksPod("gateway"))
+	got := e.waitPod("gateway", "Failed naming GatewayPorts", 180*time.Second, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && strings.Contains(p.Status.Message, "GatewayPorts")
+	})
+	t.Logf("pod message: %s", got.Status.Message)
+	e.waitEvent(created, "failed before its containers started")
+}
