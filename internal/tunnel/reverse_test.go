@@ -228,6 +228,10 @@ func testScripts(t *testing.T, sh []string) {
 	if _, err := os.Stat("pwned"); err == nil {
 		t.Fatal("a value reached the shell unquoted")
 	}
+	// The missing root was made every user's and sticky, as /tmp.
+	if fi, err := os.Stat(filepath.Dir(dir)); err != nil || fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0 {
+		t.Errorf("socket directory root = %v, %v; want drwxrwxrwt", fi.Mode(), err)
+	}
 	// Again on the directory that exists: the same one.
 	out, err = shellCmd(sh, prepareCommand(dir)).Output()
 	if again, perr := parseSocketDir(string(out)); err != nil || perr != nil || again.inode != d.inode {

@@ -41,6 +41,9 @@ users_up() {
 	install_user_key "${RIG_USER}"
 	install_user_key "${RIG_OTHER_USER}"
 	install -d -m 0700 -o "${RIG_USER}" -g "$(id -gn "${RIG_USER}")" "$(data_root)"
+	# the node's socket directory root, as a site makes it: every user's,
+	# sticky, like /tmp
+	install -d -m 1777 -o root -g root "${SOCKET_DIR_ROOT}"
 	hosts_up
 	log "users: ${RIG_USER} (uid $(id -u "${RIG_USER}")), ${RIG_OTHER_USER}; keys in ${RIG_KEY_DIR}"
 }

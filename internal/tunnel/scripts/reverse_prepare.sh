@@ -4,9 +4,14 @@
 # Run as: sh -c SCRIPT sluice-reverse DIR
 # Prints "uid <the session's uid>" and "dir <ls -ldin DIR>".
 set -eu
+root=$(dirname -- "$1")
+if [ ! -e "$root" ]; then
+	# The root is every user's, as /tmp is, and as the job makes it when
+	# it comes first: sticky and open to all (a site should make it so).
+	mkdir -p -- "$root"
+	chmod 1777 -- "$root"
+fi
 umask 077
-# Under umask 077 the parents made are owner-only too.
-# shellcheck disable=SC2174
-mkdir -p -m 700 -- "$1"
+mkdir -m 700 -- "$1" 2>/dev/null || [ -d "$1" ]
 printf 'uid %s\n' "$(id -u)"
 printf 'dir %s\n' "$(ls -ldin -- "$1")"
