@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path"
 	"sync"
 	"time"
 
@@ -48,6 +49,12 @@ type Reverse struct {
 	// with Dial, and refuses loopback and unspecified destinations (the
 	// shadow's own ports).
 	SocksPort int
+	// Sshd is where the remote forwards are asked: SshdNode (the default
+	// when empty) or SshdUserspace.
+	Sshd string
+	// SshdPath is the sshd binary on the node for SshdUserspace. If empty,
+	// DefaultSshdPath.
+	SshdPath string
 	// Dial opens connections to the endpoints in the cluster, each within
 	// the Hop's timeout. If nil, a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -181,6 +188,10 @@ func (r *Reverse) check() error {
 		return errors.New("no node file")
 	case len(r.Endpoints) == 0 && r.SocksPort == 0:
 		return errors.New("no endpoint and no SOCKS port")
+	case r.Sshd != "" && r.Sshd != SshdNode && r.Sshd != SshdUserspace:
+		return fmt.Errorf("sshd %q: want %q or %q", r.Sshd, SshdNode, SshdUserspace)
+	case r.SshdPath != "" && !path.IsAbs(r.SshdPath):
+		return fmt.Errorf("sshd path %q is not absolute", r.SshdPath)
 	case r.SocksPort < 0 || r.SocksPort > 65535:
 		return fmt.Errorf("SOCKS port %d: out of range", r.SocksPort)
 	case r.BackoffMin < 0 || r.BackoffMax < 0 || r.PollInterval < 0 || r.KeepAliveInterval < 0 || r.KeepAliveTimeout < 0:

@@ -19,6 +19,8 @@ var (
 	clearScript string
 	//go:embed scripts/reverse_hold.sh
 	holdScript string
+	//go:embed scripts/reverse_sshd_file.sh
+	sshdFileScript string
 )
 
 // shellCommand is the command line that runs script with /bin/sh on the
@@ -44,6 +46,18 @@ func clearCommand(dir, inode string, eps []Endpoint) string {
 // eps exist. It prints holdLine every second, then holdEnd and the reason.
 func holdCommand(dir, inode string, eps []Endpoint) string {
 	return shellCommand(holdScript, append([]string{dir, inode}, sockets(eps)...)...)
+}
+
+// sshdFileCommand writes its standard input to the file name of the
+// user-space sshd in dir, whose inode must still be inode.
+func sshdFileCommand(dir, inode, name string) string {
+	return shellCommand(sshdFileScript, dir, inode, name)
+}
+
+// sshdCommand runs the user-space sshd in inetd mode on the session's
+// standard input and output, with config.
+func sshdCommand(sshd, config string) string {
+	return "exec " + site.Join([]string{sshd, "-i", "-e", "-f", config})
 }
 
 const (

@@ -57,14 +57,30 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	// fwd is the sshd asked for the remote forwards: the node's own, or a
+	// user-space one started through it.
+	fwd := client
+	if r.Sshd == SshdUserspace {
+		if fwd, err = s.userspaceSshd(ctx, client, inode); err != nil {
+			return err
+		}
+		defer fwd.Close()
+		wg.Go(func() {
+			every := orDefault(r.KeepAliveInterval, 15*time.Second)
+			timeout := orDefault(r.KeepAliveTimeout, 15*time.Second)
+			if err := sshx.KeepAlive(ctx, fwd, every, timeout); err != nil {
+				cancel(fmt.Errorf("user-space sshd lost: %w", err))
+			}
+		})
+	}
 	if s.socks {
-		ln, err := s.listenSocks(client)
+		ln, err := s.listenSocks(fwd)
 		if err != nil {
 			return err
 		}
 		wg.Go(func() { s.serveSocks(ctx, ln, log) })
 	} else {
-		lns, err := s.listen(client)
+		lns, err := s.listen(fwd)
 		if err != nil {
 			return err
 		}
@@ -204,11 +220,17 @@ func readHolder(r io.Reader, held chan struct{}) string {
 // standard output; ctx ending or the hop's timeout passing closes the
 // session.
 func (s *reverseState) command(ctx context.Context, client *ssh.Client, cmd string) (string, error) {
+	return s.commandIn(ctx, client, cmd, nil)
+}
+
+// commandIn is command with stdin as the command's standard input.
+func (s *reverseState) commandIn(ctx context.Context, client *ssh.Client, cmd string, stdin io.Reader) (string, error) {
 	sess, err := client.NewSession()
 	if err != nil {
 		return "", err
 	}
 	defer sess.Close()
+	sess.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	sess.Stdout = &limitedBuffer{buf: &stdout, max: 64 << 10}
 	sess.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
