@@ -46,7 +46,9 @@ type config struct {
 	// reverse
 	socketDir string
 	endpoints []tunnel.Endpoint
-	socksPort int // 0 for no SOCKS proxy
+	socksPort int    // 0 for no SOCKS proxy
+	sshd      string // tunnel.SshdNode or tunnel.SshdUserspace
+	sshdPath  string // the user-space sshd on the node
 }
 
 // maxSocketPath is the longest path of a unix socket (sun_path holds 108
@@ -103,6 +105,8 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 	case modeReverse:
 		fs.StringVar(&c.socketDir, "socket-dir", "", "the pod's socket directory on the compute node, an absolute path (required)")
 		fs.Var(&raw.endpoints, "forward", "a cluster endpoint, `LISTENPORT=HOST:PORT`: the job's rev-LISTENPORT.sock leads to HOST:PORT (repeatable; at least one, or --socks-port)")
+		fs.StringVar(&c.sshd, "sshd", tunnel.SshdNode, "where the forwards are asked: node (the node's own sshd) or userspace (an sshd -i started as the user for each session)")
+		fs.StringVar(&c.sshdPath, "sshd-path", tunnel.DefaultSshdPath, "the sshd binary on the compute node, for --sshd=userspace")
 		fs.Var(&raw.socksPort, "socks-port", "`PORT` of a SOCKS5 proxy on the compute node's 127.0.0.1, open to every user of the node (default: none)")
 	}
 	return fs, raw
@@ -227,6 +231,12 @@ func (c *config) checkReverse(raw *rawFlags) []error {
 		errs = append(errs, errors.New("--socket-dir is required"))
 	} else if err := checkSocketDir(c.socketDir); err != nil {
 		errs = append(errs, fmt.Errorf("--socket-dir: %w", err))
+	}
+	if c.sshd != tunnel.SshdNode && c.sshd != tunnel.SshdUserspace {
+		errs = append(errs, fmt.Errorf("--sshd: %q: want %s or %s", c.sshd, tunnel.SshdNode, tunnel.SshdUserspace))
+	}
+	if !filepath.IsAbs(c.sshdPath) || filepath.Clean(c.sshdPath) != c.sshdPath || strings.ContainsFunc(c.sshdPath, unicode.IsSpace) {
+		errs = append(errs, fmt.Errorf("--sshd-path: %q is not a clean absolute path", c.sshdPath))
 	}
 	c.endpoints = raw.endpoints
 	c.socksPort = int(raw.socksPort)

@@ -127,8 +127,12 @@ func TestParseArgsReverseSocks(t *testing.T) {
 		t.Errorf("SOCKS only: %+v, %v; want socks port 1080 and no forward", c, err)
 	}
 	c, err = parseArgs(modeReverse, argv(reverseFlags, nil, "--socks-port=1080"))
-	if err != nil || c.socksPort != 1080 || len(c.endpoints) != 1 {
+	if err != nil || c.socksPort != 1080 || len(c.endpoints) != 1 || c.sshd != tunnel.SshdNode || c.sshdPath != "/usr/sbin/sshd" {
 		t.Errorf("forward and SOCKS: %+v, %v", c, err)
+	}
+	c, err = parseArgs(modeReverse, argv(reverseFlags, nil, "--sshd=userspace", "--sshd-path=/opt/openssh/sbin/sshd"))
+	if err != nil || c.sshd != tunnel.SshdUserspace || c.sshdPath != "/opt/openssh/sbin/sshd" {
+		t.Errorf("userspace sshd: %+v, %v", c, err)
 	}
 }
 
@@ -199,6 +203,8 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"socks port is a listen port", modeReverse, nil, []string{"--socks-port=6379"}, []string{"--socks-port: 6379 is also the listen port of --forward 6379=redis.default:6379"}},
 		{"socks port out of range", modeReverse, nil, []string{"--socks-port=70000"}, []string{"-socks-port"}},
 		{"socks port in forward", modeForward, nil, []string{"--socks-port=1080"}, []string{"flag provided but not defined: -socks-port"}},
+		{"sshd mode", modeReverse, nil, []string{"--sshd=root"}, []string{`--sshd: "root": want node or userspace`}},
+		{"sshd path", modeReverse, nil, []string{"--sshd-path=sshd"}, []string{`--sshd-path: "sshd" is not a clean absolute path`}},
 		{"target in reverse", modeReverse, nil, []string{"--target=node"}, []string{"flag provided but not defined: -target"}},
 		{"ports in reverse", modeReverse, nil, []string{"--ports=80"}, []string{"flag provided but not defined: -ports"}},
 		{"listen in reverse", modeReverse, nil, []string{"--listen=127.0.0.1"}, []string{"flag provided but not defined: -listen"}},

@@ -54,6 +54,9 @@ func (s Spec) reverseArgs(uid string, rev *annotations.Reverse, metrics int32) [
 	if rev.SocksPort != 0 {
 		args = append(args, "--socks-port="+strconv.Itoa(rev.SocksPort))
 	}
+	if s.ReverseSshd == "userspace" {
+		args = append(args, "--sshd=userspace")
+	}
 	return append(args, "--metrics="+metricsAddr(metrics))
 }
 

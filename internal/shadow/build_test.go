@@ -403,3 +403,19 @@ func TestBuildSocks(t *testing.T) {
 		}
 	})
 }
+
+func TestBuildUserspaceSshd(t *testing.T) {
+	s := testSpec()
+	s.ReverseSshd = "userspace"
+	objs, err := s.Build(testPod("science", "job", withAnnotation(annotations.ReverseForwards, "redis:6379")))
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if rev := container(objs, "ssh-reverse").Args; !slicesContain(rev, "--sshd=userspace") {
+		t.Errorf("reverse args %q; want --sshd=userspace", rev)
+	}
+	s.ReverseSshd = "root"
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "ReverseSshd") {
+		t.Errorf("Validate with ReverseSshd root: %v; want an error naming it", err)
+	}
+}

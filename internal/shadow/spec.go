@@ -36,6 +36,9 @@ type Spec struct {
 	// SocketDirRoot is the node-local directory of the per-pod socket
 	// directories. Needed by shadows with a reverse tunnel.
 	SocketDirRoot string
+	// ReverseSshd is where the reverse tunnel asks for its forwards, "node"
+	// or "userspace" (Network.SSH.Reverse.Sshd); empty is node.
+	ReverseSshd string
 	// TenantNamespace confines the node: every shadow lives there, and the
 	// Manager touches no other namespace.
 	TenantNamespace string
@@ -62,6 +65,7 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 		ForwardTarget:        h.ForwardTarget,
 		TunnelImage:          h.TunnelImage,
 		SocketDirRoot:        c.Site.SocketDirRoot,
+		ReverseSshd:          h.Reverse.Sshd,
 		TenantNamespace:      c.Network.TenantNamespace,
 		ReplicateCredentials: h.ReplicateCredentials,
 		CredentialsNamespace: credentialsNamespace,
@@ -104,6 +108,9 @@ func (s Spec) Validate() error {
 	subdomain("NodeHostKeys", s.NodeHostKeys)
 	if s.ForwardTarget != "node" && s.ForwardTarget != "login" {
 		bad("ForwardTarget", "must be node or login, got %q", s.ForwardTarget)
+	}
+	if s.ReverseSshd != "" && s.ReverseSshd != "node" && s.ReverseSshd != "userspace" {
+		bad("ReverseSshd", "must be node or userspace, got %q", s.ReverseSshd)
 	}
 	if strings.TrimSpace(s.TunnelImage) != s.TunnelImage || s.TunnelImage == "" {
 		bad("TunnelImage", "%q is not an image", s.TunnelImage)

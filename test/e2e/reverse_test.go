@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/shadow"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -261,5 +263,25 @@ func TestReverseTunnelAfterRequeue(t *testing.T) {
 	e.waitEvent(pod, "reverse tunnel up again")
 	if sp := e.shadowPod(pod, e.ns+"-shadow"); sp.UID != shadowBefore.UID || restarts(sp) != 0 {
 		t.Errorf("shadow pod %s (%d restarts) after the requeue; want %s with none", sp.UID, restarts(sp), shadowBefore.UID)
+	}
+}
+
+// TestReverseTunnelUserspaceSshd: with the node's sshd refusing forwarding,
+// Sshd userspace serves the same Redis and Kubernetes API as the node mode.
+func TestReverseTunnelUserspaceSshd(t *testing.T) {
+	e := newTunnelEnv(t, tunnelOpts{reverse: "      Sshd: userspace\n"})
+	e.rig.OverrideNodeSSHD(t, "AllowStreamLocalForwarding no\nAllowTcpForwarding no\n")
+	pod := e.create(e.reversePod("rev-us"))
+	e.waitTick("rev-us", -1, "says +PONG", 120*time.Second)
+	log := strings.Join(e.logs("rev-us", corev1.PodLogOptions{}), "\n")
+	if !strings.Contains(log, "tls ok: CN=kube-apiserver 200 OK") {
+		t.Errorf("no verified TLS GET of the Kubernetes API through the user-space sshd:\n%s", log)
+	}
+	e.waitEvent(pod, "reverse tunnel up")
+	sp := e.shadowPod(pod, e.ns+shadow.ShadowSuffix)
+	for _, c := range sp.Spec.Containers {
+		if c.Name == shadow.ContainerReverse && !slices.Contains(c.Args, "--sshd=userspace") {
+			t.Errorf("ssh-reverse args %q; want --sshd=userspace", c.Args)
+		}
 	}
 }
