@@ -55,6 +55,11 @@ type Reverse struct {
 	// SshdPath is the sshd binary on the node for SshdUserspace. If empty,
 	// DefaultSshdPath.
 	SshdPath string
+	// NodeExec is how the node is reached: NodeExecSSH (the default when
+	// empty) or NodeExecSrun, which always uses a user-space sshd.
+	NodeExec string
+	// JobFile holds the job's Slurm id, for NodeExecSrun (ReadJob).
+	JobFile string
 	// Dial opens connections to the endpoints in the cluster, each within
 	// the Hop's timeout. If nil, a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -190,6 +195,10 @@ func (r *Reverse) check() error {
 		return errors.New("no endpoint and no SOCKS port")
 	case r.Sshd != "" && r.Sshd != SshdNode && r.Sshd != SshdUserspace:
 		return fmt.Errorf("sshd %q: want %q or %q", r.Sshd, SshdNode, SshdUserspace)
+	case r.NodeExec != "" && r.NodeExec != NodeExecSSH && r.NodeExec != NodeExecSrun:
+		return fmt.Errorf("node exec %q: want %q or %q", r.NodeExec, NodeExecSSH, NodeExecSrun)
+	case r.NodeExec == NodeExecSrun && r.JobFile == "":
+		return errors.New("node exec srun needs a job file")
 	case r.SshdPath != "" && !path.IsAbs(r.SshdPath):
 		return fmt.Errorf("sshd path %q is not absolute", r.SshdPath)
 	case r.SocksPort < 0 || r.SocksPort > 65535:

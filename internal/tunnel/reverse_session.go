@@ -18,10 +18,10 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// session connects to node's sshd through the login node, sets the
-// forwards up and holds them until the holder ends, the connection breaks
-// or ctx ends. It calls up once the forwards are held, and returns why the
-// session ended (ctx's cause when ctx ended).
+// session reaches node through the login node (its sshd, or srun),
+// sets the forwards up and holds them until the holder ends, the
+// connection breaks or ctx ends. It calls up once the forwards are held,
+// and returns why the session ended (ctx's cause when ctx ended).
 func (s *reverseState) session(ctx context.Context, node string, log *slog.Logger, up func()) error {
 	r := s.r
 	login, err := r.Hop.Login(ctx)
@@ -29,11 +29,12 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 		return err
 	}
 	defer login.Close()
-	client, err := r.Hop.Node(ctx, login, node)
+	ex, err := s.nodeExec(ctx, login, node)
 	if err != nil {
 		return err
 	}
-	log.Debug("ssh connected", "hop", "node")
+	client := ex.client
+	log.Debug("ssh connected", "hop", "node", "via", ex.via())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
@@ -49,19 +50,19 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 		every := orDefault(r.KeepAliveInterval, 15*time.Second)
 		timeout := orDefault(r.KeepAliveTimeout, 15*time.Second)
 		if err := sshx.KeepAlive(ctx, client, every, timeout); err != nil {
-			cancel(fmt.Errorf("ssh connection to the node lost: %w", err))
+			cancel(fmt.Errorf("ssh connection to the %s lost: %w", ex.via(), err))
 		}
 	})
 
-	inode, err := s.prepare(ctx, client)
+	inode, err := s.prepare(ctx, ex)
 	if err != nil {
 		return err
 	}
 	// fwd is the sshd asked for the remote forwards: the node's own, or a
-	// user-space one started through it.
+	// user-space one started through it (always with srun).
 	fwd := client
-	if r.Sshd == SshdUserspace {
-		if fwd, err = s.userspaceSshd(ctx, client, inode); err != nil {
+	if r.Sshd == SshdUserspace || ex.srun != nil {
+		if fwd, err = s.userspaceSshd(ctx, ex, inode); err != nil {
 			return err
 		}
 		defer fwd.Close()
@@ -89,7 +90,7 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 		}
 	}
 	held := make(chan struct{})
-	if err := s.hold(ctx, cancel, &wg, client, inode, held); err != nil {
+	if err := s.hold(ctx, cancel, &wg, ex, inode, held); err != nil {
 		return err
 	}
 	select {
@@ -107,9 +108,9 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 // prepare makes sure the socket directory exists, is the user's and no one
 // else's to write, and (for the forwards' session) holds none of the
 // tunnel's sockets; it returns the directory's inode.
-func (s *reverseState) prepare(ctx context.Context, client *ssh.Client) (string, error) {
+func (s *reverseState) prepare(ctx context.Context, ex nodeExec) (string, error) {
 	dir := s.r.SocketDir
-	out, err := s.command(ctx, client, prepareCommand(dir))
+	out, err := s.command(ctx, ex, prepareCommand(dir))
 	if err != nil {
 		return "", fmt.Errorf("socket directory %s: %w", dir, err)
 	}
@@ -124,7 +125,7 @@ func (s *reverseState) prepare(ctx context.Context, client *ssh.Client) (string,
 		// The forwards' sockets are the other session's.
 		return d.inode, nil
 	}
-	if _, err := s.command(ctx, client, clearCommand(dir, d.inode, s.r.Endpoints)); err != nil {
+	if _, err := s.command(ctx, ex, clearCommand(dir, d.inode, s.r.Endpoints)); err != nil {
 		return "", fmt.Errorf("remove stale sockets in %s: %w", dir, err)
 	}
 	return d.inode, nil
@@ -147,8 +148,8 @@ func (s *reverseState) listen(client *ssh.Client) ([]net.Listener, error) {
 
 // hold starts the holder on the node. held is closed once it reports the
 // forwards held; when it ends, the session is cancelled with the reason.
-func (s *reverseState) hold(ctx context.Context, cancel context.CancelCauseFunc, wg *sync.WaitGroup, client *ssh.Client, inode string, held chan struct{}) error {
-	sess, err := client.NewSession()
+func (s *reverseState) hold(ctx context.Context, cancel context.CancelCauseFunc, wg *sync.WaitGroup, ex nodeExec, inode string, held chan struct{}) error {
+	sess, err := ex.client.NewSession()
 	if err != nil {
 		return fmt.Errorf("holder: %w", err)
 	}
@@ -163,7 +164,7 @@ func (s *reverseState) hold(ctx context.Context, cancel context.CancelCauseFunc,
 	if s.socks {
 		eps = nil // the proxy holds on the directory alone
 	}
-	if err := sess.Start(holdCommand(s.r.SocketDir, inode, eps)); err != nil {
+	if err := sess.Start(ex.command(holdCommand(s.r.SocketDir, inode, eps))); err != nil {
 		sess.Close()
 		return fmt.Errorf("holder: start: %w", err)
 	}
@@ -219,13 +220,13 @@ func readHolder(r io.Reader, held chan struct{}) string {
 // command runs cmd on the node in a session of its own and returns its
 // standard output; ctx ending or the hop's timeout passing closes the
 // session.
-func (s *reverseState) command(ctx context.Context, client *ssh.Client, cmd string) (string, error) {
-	return s.commandIn(ctx, client, cmd, nil)
+func (s *reverseState) command(ctx context.Context, ex nodeExec, cmd string) (string, error) {
+	return s.commandIn(ctx, ex, cmd, nil)
 }
 
 // commandIn is command with stdin as the command's standard input.
-func (s *reverseState) commandIn(ctx context.Context, client *ssh.Client, cmd string, stdin io.Reader) (string, error) {
-	sess, err := client.NewSession()
+func (s *reverseState) commandIn(ctx context.Context, ex nodeExec, cmd string, stdin io.Reader) (string, error) {
+	sess, err := ex.client.NewSession()
 	if err != nil {
 		return "", err
 	}
@@ -238,7 +239,7 @@ func (s *reverseState) commandIn(ctx context.Context, client *ssh.Client, cmd st
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
-	err = sess.Run(cmd)
+	err = sess.Run(ex.command(cmd))
 	if ctx.Err() != nil {
 		return "", context.Cause(ctx)
 	}

@@ -46,12 +46,12 @@ func (s *reverseState) sshdFile(file string) string {
 	return "sshd-forwards-" + file
 }
 
-// userspaceSshd starts an sshd -i as the session's user on the node over
-// node, a connection to the node's sshd, with a host key and an authorized
+// userspaceSshd starts an sshd -i as the session's user on the node through
+// ex (the node's sshd, or srun from the login node), with a host key and an authorized
 // key made for this session alone and written into the socket directory
 // (whose inode must still be inode), and returns a client connected to it
 // with that host key pinned. Closing the client ends the sshd.
-func (s *reverseState) userspaceSshd(ctx context.Context, node *ssh.Client, inode string) (*ssh.Client, error) {
+func (s *reverseState) userspaceSshd(ctx context.Context, ex nodeExec, inode string) (*ssh.Client, error) {
 	hostPub, hostPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("user-space sshd: host key: %w", err)
@@ -82,12 +82,12 @@ func (s *reverseState) userspaceSshd(ctx context.Context, node *ssh.Client, inod
 		{s.sshdFile(sshdConfigFile), []byte(sshdConfig(dir, s.sshdFile(sshdHostKeyFile), s.sshdFile(sshdAuthorizedFile)))},
 	}
 	for _, f := range files {
-		if _, err := s.commandIn(ctx, node, sshdFileCommand(dir, inode, f.name), bytes.NewReader(f.data)); err != nil {
+		if _, err := s.commandIn(ctx, ex, sshdFileCommand(dir, inode, f.name), bytes.NewReader(f.data)); err != nil {
 			return nil, fmt.Errorf("user-space sshd: write %s: %w", f.name, err)
 		}
 	}
 
-	sess, err := node.NewSession()
+	sess, err := ex.client.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("user-space sshd: %w", err)
 	}
@@ -103,7 +103,7 @@ func (s *reverseState) userspaceSshd(ctx context.Context, node *ssh.Client, inod
 	}
 	var stderr bytes.Buffer
 	sess.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
-	if err := sess.Start(sshdCommand(s.sshdPath(), path.Join(dir, s.sshdFile(sshdConfigFile)))); err != nil {
+	if err := sess.Start(ex.command(sshdCommand(s.sshdPath(), path.Join(dir, s.sshdFile(sshdConfigFile))))); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("user-space sshd: start: %w", err)
 	}
