@@ -49,6 +49,8 @@ type config struct {
 	socksPort int    // 0 for no SOCKS proxy
 	sshd      string // tunnel.SshdNode or tunnel.SshdUserspace
 	sshdPath  string // the user-space sshd on the node
+	nodeExec  string // tunnel.NodeExecSSH or tunnel.NodeExecSrun
+	jobFile   string // the job's Slurm id, for srun
 }
 
 // maxSocketPath is the longest path of a unix socket (sun_path holds 108
@@ -107,6 +109,8 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 		fs.Var(&raw.endpoints, "forward", "a cluster endpoint, `LISTENPORT=HOST:PORT`: the job's rev-LISTENPORT.sock leads to HOST:PORT (repeatable; at least one, or --socks-port)")
 		fs.StringVar(&c.sshd, "sshd", tunnel.SshdNode, "where the forwards are asked: node (the node's own sshd) or userspace (an sshd -i started as the user for each session)")
 		fs.StringVar(&c.sshdPath, "sshd-path", tunnel.DefaultSshdPath, "the sshd binary on the compute node, for --sshd=userspace")
+		fs.StringVar(&c.nodeExec, "node-exec", tunnel.NodeExecSSH, "how the compute node is reached: ssh (its sshd, through the login node) or srun (srun --jobid JOB --overlap from the login node, with a user-space sshd)")
+		fs.StringVar(&c.jobFile, "job-file", "", "file holding the job's Slurm id, read again at each session (required with --node-exec=srun)")
 		fs.Var(&raw.socksPort, "socks-port", "`PORT` of a SOCKS5 proxy on the compute node's 127.0.0.1, open to every user of the node (default: none)")
 	}
 	return fs, raw
@@ -237,6 +241,12 @@ func (c *config) checkReverse(raw *rawFlags) []error {
 	}
 	if !filepath.IsAbs(c.sshdPath) || filepath.Clean(c.sshdPath) != c.sshdPath || strings.ContainsFunc(c.sshdPath, unicode.IsSpace) {
 		errs = append(errs, fmt.Errorf("--sshd-path: %q is not a clean absolute path", c.sshdPath))
+	}
+	switch {
+	case c.nodeExec != tunnel.NodeExecSSH && c.nodeExec != tunnel.NodeExecSrun:
+		errs = append(errs, fmt.Errorf("--node-exec: %q: want %s or %s", c.nodeExec, tunnel.NodeExecSSH, tunnel.NodeExecSrun))
+	case c.nodeExec == tunnel.NodeExecSrun && c.jobFile == "":
+		errs = append(errs, errors.New("--job-file is required with --node-exec=srun"))
 	}
 	c.endpoints = raw.endpoints
 	c.socksPort = int(raw.socksPort)

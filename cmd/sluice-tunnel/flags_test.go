@@ -204,6 +204,8 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"socks port out of range", modeReverse, nil, []string{"--socks-port=70000"}, []string{"-socks-port"}},
 		{"socks port in forward", modeForward, nil, []string{"--socks-port=1080"}, []string{"flag provided but not defined: -socks-port"}},
 		{"sshd mode", modeReverse, nil, []string{"--sshd=root"}, []string{`--sshd: "root": want node or userspace`}},
+		{"node exec", modeReverse, nil, []string{"--node-exec=pdsh"}, []string{`--node-exec: "pdsh": want ssh or srun`}},
+		{"srun without job file", modeReverse, nil, []string{"--node-exec=srun"}, []string{"--job-file is required with --node-exec=srun"}},
 		{"sshd path", modeReverse, nil, []string{"--sshd-path=sshd"}, []string{`--sshd-path: "sshd" is not a clean absolute path`}},
 		{"target in reverse", modeReverse, nil, []string{"--target=node"}, []string{"flag provided but not defined: -target"}},
 		{"ports in reverse", modeReverse, nil, []string{"--ports=80"}, []string{"flag provided but not defined: -ports"}},

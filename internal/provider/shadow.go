@@ -21,7 +21,7 @@ import (
 // implements it.
 type Shadows interface {
 	Ensure(ctx context.Context, pod *corev1.Pod) (*shadow.Ref, error)
-	SetNode(ctx context.Context, pod *corev1.Pod, node string) error
+	SetNode(ctx context.Context, pod *corev1.Pod, node, job string) error
 	PodIP(ctx context.Context, pod *corev1.Pod) (string, error)
 	ShadowPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 	Delete(ctx context.Context, pod *corev1.Pod) error
@@ -133,12 +133,13 @@ func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.Reve
 	return slurm.NewReverseJob(r, p.cfg.SocketDirRoot, path), nil
 }
 
-// followNode tells the shadow the node the job runs on, so that the tunnel
-// follows a requeue.
+// followNode tells the shadow the node the job runs on (and the job's id,
+// for the srun carrier), so that the tunnel follows a requeue.
 func (p *Provider) followNode(st *podState, node string) {
 	p.mu.Lock()
 	has := st.shadow
 	pod := st.pod.DeepCopy()
+	job := string(st.ref.JobID)
 	p.mu.Unlock()
 	if !has || p.cfg.Shadows == nil {
 		return
@@ -148,7 +149,7 @@ func (p *Provider) followNode(st *podState, node string) {
 			if p.isDeleting(st) {
 				return nil
 			}
-			return p.cfg.Shadows.SetNode(ctx, pod, node)
+			return p.cfg.Shadows.SetNode(ctx, pod, node, job)
 		})
 	})
 }

@@ -30,7 +30,7 @@ func (f *fakeShadows) Ensure(_ context.Context, pod *corev1.Pod) (*shadow.Ref, e
 	return &shadow.Ref{Namespace: pod.Namespace + "-shadow", Name: "s", PodUID: string(pod.UID), Service: true, Forward: true}, nil
 }
 
-func (f *fakeShadows) SetNode(_ context.Context, _ *corev1.Pod, node string) error {
+func (f *fakeShadows) SetNode(_ context.Context, _ *corev1.Pod, node, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodes = append(f.nodes, node)

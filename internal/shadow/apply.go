@@ -106,12 +106,14 @@ func applyService(ctx context.Context, c kubernetes.Interface, want *corev1.Serv
 
 func applyConfigMap(ctx context.Context, c kubernetes.Interface, want *corev1.ConfigMap, uid string) (*corev1.ConfigMap, bool, error) {
 	return apply(ctx, c.CoreV1().ConfigMaps(want.Namespace), "configmap", want, uid, func(live, want *corev1.ConfigMap) {
-		// The node is SetNode's: an update keeps it.
-		if _, ok := live.Data[NodeKey]; !ok {
-			if live.Data == nil {
-				live.Data = map[string]string{}
+		// The node and the job are SetNode's: an update keeps them.
+		for _, k := range []string{NodeKey, JobKey} {
+			if _, ok := live.Data[k]; !ok {
+				if live.Data == nil {
+					live.Data = map[string]string{}
+				}
+				live.Data[k] = want.Data[k]
 			}
-			live.Data[NodeKey] = want.Data[NodeKey]
 		}
 	})
 }

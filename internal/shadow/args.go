@@ -57,6 +57,9 @@ func (s Spec) reverseArgs(uid string, rev *annotations.Reverse, metrics int32) [
 	if s.ReverseSshd == "userspace" {
 		args = append(args, "--sshd=userspace")
 	}
+	if s.ReverseNodeExec == "srun" {
+		args = append(args, "--node-exec=srun", "--job-file="+path.Join(mountNode, JobKey))
+	}
 	return append(args, "--metrics="+metricsAddr(metrics))
 }
 

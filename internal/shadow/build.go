@@ -88,7 +88,7 @@ func (s Spec) Build(pod *corev1.Pod) (*Objects, error) {
 			return nil, err
 		}
 	}
-	o.ConfigMap = &corev1.ConfigMap{ObjectMeta: meta(NodeConfigMap(o.Name)), Data: map[string]string{NodeKey: ""}}
+	o.ConfigMap = &corev1.ConfigMap{ObjectMeta: meta(NodeConfigMap(o.Name)), Data: map[string]string{NodeKey: "", JobKey: ""}}
 	if err := stamp(&o.ConfigMap.ObjectMeta, nil); err != nil {
 		return nil, err
 	}

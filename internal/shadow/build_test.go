@@ -62,8 +62,8 @@ func TestBuildBoth(t *testing.T) {
 	}
 
 	// The node ConfigMap.
-	if !reflect.DeepEqual(cm.Data, map[string]string{"node": ""}) {
-		t.Errorf("configmap data = %v; want node: \"\"", cm.Data)
+	if !reflect.DeepEqual(cm.Data, map[string]string{"node": "", "job": ""}) {
+		t.Errorf("configmap data = %v; want node and job empty", cm.Data)
 	}
 
 	// The Deployment.
@@ -413,6 +413,14 @@ func TestBuildUserspaceSshd(t *testing.T) {
 	}
 	if rev := container(objs, "ssh-reverse").Args; !slicesContain(rev, "--sshd=userspace") {
 		t.Errorf("reverse args %q; want --sshd=userspace", rev)
+	}
+	s.ReverseNodeExec = "srun"
+	objs, err = s.Build(testPod("science", "job", withAnnotation(annotations.ReverseForwards, "redis:6379")))
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if rev := container(objs, "ssh-reverse").Args; !slicesContain(rev, "--node-exec=srun") || !slicesContain(rev, "--job-file=/etc/sluice/node/job") {
+		t.Errorf("reverse args %q; want --node-exec=srun --job-file=/etc/sluice/node/job", rev)
 	}
 	s.ReverseSshd = "root"
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "ReverseSshd") {

@@ -43,6 +43,10 @@ const (
 // name ("" until it is known).
 const NodeKey = "node"
 
+// JobKey is the key of the node ConfigMap that holds the job's Slurm id
+// ("" until it is known), for the srun carrier (Reverse.NodeExec srun).
+const JobKey = "job"
+
 // Where the tunnel containers find their files.
 const (
 	mountSSH        = "/etc/sluice/ssh"

@@ -130,7 +130,7 @@ func TestEnsureIdempotent(t *testing.T) {
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
-	if err := m.SetNode(ctx, pod, "node1"); err != nil {
+	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 	events(rec)
@@ -161,7 +161,7 @@ func TestEnsureUpdates(t *testing.T) {
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
-	if err := m.SetNode(ctx, pod, "node1"); err != nil {
+	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 	before, _ := c.CoreV1().Services("science-shadow").Get(ctx, Name(pod), metav1.GetOptions{})
@@ -238,26 +238,31 @@ func TestSetNode(t *testing.T) {
 	c := newFake()
 	m, _ := newManager(t, c, testSpec())
 	pod := webPod()
-	if err := m.SetNode(ctx, pod, "node1"); !apierrors.IsNotFound(err) {
+	if err := m.SetNode(ctx, pod, "node1", "42"); !apierrors.IsNotFound(err) {
 		t.Errorf("SetNode before Ensure = %v; want NotFound", err)
 	}
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
 	for _, node := range []string{"node1", "cn-0042.cluster.example.org", "10.251.2.2", "fd00::5", ""} {
-		if err := m.SetNode(ctx, pod, node); err != nil {
+		if err := m.SetNode(ctx, pod, node, "1234_5"); err != nil {
 			t.Errorf("SetNode(%q): %v", node, err)
 			continue
 		}
 		cm, _ := c.CoreV1().ConfigMaps("science-shadow").Get(ctx, Name(pod)+"-node", metav1.GetOptions{})
-		if cm.Data["node"] != node || cm.Labels[LabelShadow] != Name(pod) {
+		if cm.Data["node"] != node || cm.Data["job"] != "1234_5" || cm.Labels[LabelShadow] != Name(pod) {
 			t.Errorf("after SetNode(%q): data %v labels %v", node, cm.Data, cm.Labels)
 		}
 	}
 	c.ClearActions()
 	for _, node := range []string{"-oProxyCommand=x", "node1;reboot", "node 1", "node1\n", "fe80::1%eth0", strings.Repeat("a", 64)} {
-		if err := m.SetNode(ctx, pod, node); err == nil {
+		if err := m.SetNode(ctx, pod, node, "1"); err == nil {
 			t.Errorf("SetNode(%q) accepted it", node)
+		}
+	}
+	for _, job := range []string{"1;reboot", "-1", "12 3", "1_", "a"} {
+		if err := m.SetNode(ctx, pod, "node1", job); err == nil {
+			t.Errorf("SetNode with job %q accepted it", job)
 		}
 	}
 	if len(c.Actions()) != 0 {

@@ -18,21 +18,25 @@ type nodePatch struct {
 	Data map[string]string `json:"data"`
 }
 
-// SetNode tells pod's shadow the compute node its job runs on, by writing
-// it to the node ConfigMap; "" says that it has none (yet, or again after a
-// requeue). node must be a host name or an IP literal (tunnel.CheckNode):
-// it ends up in SSH requests. The ConfigMap must exist (Ensure).
-func (m *Manager) SetNode(ctx context.Context, pod *corev1.Pod, node string) error {
+// SetNode tells pod's shadow the compute node its job runs on and the
+// job's Slurm id, by writing them to the node ConfigMap; "" says that it
+// has none (yet, or again after a requeue). node must be a host name or an
+// IP literal (tunnel.CheckNode), job a Slurm job id (tunnel.CheckJob): they
+// end up in SSH requests. The ConfigMap must exist (Ensure).
+func (m *Manager) SetNode(ctx context.Context, pod *corev1.Pod, node, job string) error {
 	if node != "" {
 		if err := tunnel.CheckNode(node); err != nil {
 			return fmt.Errorf("shadow: set node: %w", err)
 		}
 	}
+	if err := tunnel.CheckJob(job); err != nil {
+		return fmt.Errorf("shadow: set node: %w", err)
+	}
 	ns, name := m.where(pod)
 	if err := m.access(ns); err != nil {
 		return err
 	}
-	patch, err := json.Marshal(nodePatch{Data: map[string]string{NodeKey: node}})
+	patch, err := json.Marshal(nodePatch{Data: map[string]string{NodeKey: node, JobKey: job}})
 	if err != nil {
 		return fmt.Errorf("shadow: set node: %w", err)
 	}

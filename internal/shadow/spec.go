@@ -39,6 +39,9 @@ type Spec struct {
 	// ReverseSshd is where the reverse tunnel asks for its forwards, "node"
 	// or "userspace" (Network.SSH.Reverse.Sshd); empty is node.
 	ReverseSshd string
+	// ReverseNodeExec is how the reverse tunnel reaches the node, "ssh" or
+	// "srun" (Network.SSH.Reverse.NodeExec); empty is ssh.
+	ReverseNodeExec string
 	// TenantNamespace confines the node: every shadow lives there, and the
 	// Manager touches no other namespace.
 	TenantNamespace string
@@ -66,6 +69,7 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 		TunnelImage:          h.TunnelImage,
 		SocketDirRoot:        c.Site.SocketDirRoot,
 		ReverseSshd:          h.Reverse.Sshd,
+		ReverseNodeExec:      h.Reverse.NodeExec,
 		TenantNamespace:      c.Network.TenantNamespace,
 		ReplicateCredentials: h.ReplicateCredentials,
 		CredentialsNamespace: credentialsNamespace,
@@ -111,6 +115,9 @@ func (s Spec) Validate() error {
 	}
 	if s.ReverseSshd != "" && s.ReverseSshd != "node" && s.ReverseSshd != "userspace" {
 		bad("ReverseSshd", "must be node or userspace, got %q", s.ReverseSshd)
+	}
+	if s.ReverseNodeExec != "" && s.ReverseNodeExec != "ssh" && s.ReverseNodeExec != "srun" {
+		bad("ReverseNodeExec", "must be ssh or srun, got %q", s.ReverseNodeExec)
 	}
 	if strings.TrimSpace(s.TunnelImage) != s.TunnelImage || s.TunnelImage == "" {
 		bad("TunnelImage", "%q is not an image", s.TunnelImage)

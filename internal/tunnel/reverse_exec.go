@@ -79,6 +79,14 @@ func (s *reverseState) nodeExec(ctx context.Context, login *ssh.Client, node str
 // jobID is a Slurm job id: digits, or an array task's JOB_TASK.
 var jobID = regexp.MustCompile(`^[0-9]{1,12}(_[0-9]{1,9})?$`)
 
+// CheckJob checks that job is a Slurm job id (or "" for none).
+func CheckJob(job string) error {
+	if job != "" && !jobID.MatchString(job) {
+		return fmt.Errorf("%q is not a Slurm job id", job)
+	}
+	return nil
+}
+
 // ReadJob reads the Slurm job id in file (a ConfigMap key beside the node
 // file): "" when the file is empty, an error when it holds anything but a
 // job id.
@@ -88,8 +96,8 @@ func ReadJob(file string) (string, error) {
 		return "", fmt.Errorf("job file: %w", err)
 	}
 	job := strings.TrimSpace(string(b))
-	if job != "" && !jobID.MatchString(job) {
-		return "", fmt.Errorf("job file %s: %q is not a Slurm job id", file, job)
+	if err := CheckJob(job); err != nil {
+		return "", fmt.Errorf("job file %s: %w", file, err)
 	}
 	return job, nil
 }

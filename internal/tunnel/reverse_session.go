@@ -34,7 +34,7 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 		return err
 	}
 	client := ex.client
-	log.Debug("ssh connected", "hop", "node", "via", ex.via())
+	log.Info("ssh connected", "hop", "node", "via", ex.via())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup

@@ -285,3 +285,23 @@ func TestReverseTunnelUserspaceSshd(t *testing.T) {
 		}
 	}
 }
+
+// TestReverseTunnelOverSrun: with ssh from the login node to the compute
+// node refused to the site account, NodeExec srun carries the session
+// inside the job and serves the same Redis and Kubernetes API.
+func TestReverseTunnelOverSrun(t *testing.T) {
+	e := newTunnelEnv(t, tunnelOpts{reverse: "      NodeExec: srun\n"})
+	e.rig.OverrideNodeSSHD(t, "DenyUsers "+e.rig.Get(t, "RIG_USER")+"\n")
+	pod := e.create(e.reversePod("rev-srun"))
+	e.waitTick("rev-srun", -1, "says +PONG", 120*time.Second)
+	log := strings.Join(e.logs("rev-srun", corev1.PodLogOptions{}), "\n")
+	if !strings.Contains(log, "tls ok: CN=kube-apiserver 200 OK") {
+		t.Errorf("no verified TLS GET of the Kubernetes API over srun:\n%s", log)
+	}
+	e.waitEvent(pod, "reverse tunnel up")
+	sp := e.shadowPod(pod, e.ns+shadow.ShadowSuffix)
+	b, err := e.client.CoreV1().Pods(sp.Namespace).GetLogs(sp.Name, &corev1.PodLogOptions{Container: shadow.ContainerReverse}).DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(b), "login node (srun)") {
+		t.Errorf("ssh-reverse logs do not show the srun carrier (%v):\n%s", err, b)
+	}
+}
