@@ -2,11 +2,9 @@ package tunnel
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"net"
-	"sync"
+
+	"github.com/sluice-hpc/sluice/internal/pipe"
 )
 
 // closeWriter is a connection that can end its write side alone: a
@@ -15,114 +13,29 @@ type closeWriter interface {
 	CloseWrite() error
 }
 
-// copier copies one direction of a relay, from src to dst, and half-closes
-// dst when src ends, so that the peer behind dst sees EOF while the other
-// direction goes on.
-type copier struct {
-	name     string // the direction, "client to node:8080"
-	dst, src net.Conn
-	count    func(n int64) // told of each write to dst as it happens; may be nil
-	n        int64         // bytes copied
-}
-
-func (c *copier) run() error {
-	var dst io.Writer = c.dst
-	if c.count != nil {
-		dst = countingWriter{w: c.dst, count: c.count}
-	}
-	n, err := io.Copy(dst, c.src)
-	c.n = n
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", c.name, err)
-	}
-	if err := closeWrite(c.dst); err != nil && !errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("copy %s: close write: %w", c.name, err)
-	}
-	return nil
-}
-
-// countingWriter tells count of the bytes each write carried.
-type countingWriter struct {
-	w     io.Writer
-	count func(n int64)
-}
-
-func (c countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.count(int64(n))
-	return n, err
-}
-
-// closeWrite half-closes conn; a conn that cannot is closed whole.
-func closeWrite(conn net.Conn) error {
-	if cw, ok := conn.(closeWriter); ok {
-		return cw.CloseWrite()
-	}
-	return conn.Close()
-}
-
 // relayed is what a relay carried.
 type relayed struct {
 	Sent, Received int64 // bytes from a to b, and from b to a
 }
 
-// relay copies between a and b both ways until both directions have ended,
-// half-closing each side when the other reaches EOF. A direction that fails
-// closes both connections, which ends the other one too; so does ctx
-// ending. It does not close a or b otherwise: the caller does. aName and
-// bName name the sides in errors ("client", "node1:8080").
-//
-// The bytes are counted in m as they go, those from a to b under the
-// direction aToB (BytesIn or BytesOut) and the others under the other one.
-//
-// The error joins the errors of both directions, each naming its direction;
-// it is nil when both ended with EOF.
+// relay copies between a and b both ways (pipe.Relay), counting the bytes
+// in m: those from a to b under the direction aToB (BytesIn or BytesOut),
+// the others under the other one.
 func relay(ctx context.Context, a, b net.Conn, aName, bName string, m *Metrics, aToB string) (relayed, error) {
-	var closeOnce sync.Once
-	closeBoth := func() {
-		closeOnce.Do(func() {
-			a.Close()
-			b.Close()
-		})
-	}
-	stop := context.AfterFunc(ctx, closeBoth)
-	defer stop()
-
-	bToA := BytesIn
-	if aToB == BytesIn {
-		bToA = BytesOut
-	}
-	up := &copier{name: aName + " to " + bName, dst: b, src: a}
-	down := &copier{name: bName + " to " + aName, dst: a, src: b}
+	var count func(up bool, n int64)
 	if m != nil {
-		up.count = func(n int64) { m.AddBytes(aToB, n) }
-		down.count = func(n int64) { m.AddBytes(bToA, n) }
-	}
-	errs := make(chan error, 2)
-	for _, c := range []*copier{up, down} {
-		go func() {
-			err := c.run()
-			if err != nil {
-				closeBoth()
+		bToA := BytesIn
+		if aToB == BytesIn {
+			bToA = BytesOut
+		}
+		count = func(up bool, n int64) {
+			if up {
+				m.AddBytes(aToB, n)
+			} else {
+				m.AddBytes(bToA, n)
 			}
-			errs <- err
-		}()
+		}
 	}
-	err := firstCause(<-errs, <-errs)
-	if ctx.Err() != nil && err != nil {
-		err = fmt.Errorf("relay %s and %s: %w: %w", aName, bName, context.Cause(ctx), err)
-	}
-	return relayed{Sent: up.n, Received: down.n}, err
-}
-
-// firstCause joins the errors of both directions, leaving out the one that
-// only reports its connection closed under it because the other failed.
-func firstCause(e1, e2 error) error {
-	switch {
-	case e1 != nil && e2 != nil && errors.Is(e2, net.ErrClosed) && !errors.Is(e1, net.ErrClosed):
-		return e1
-	case e1 != nil && e2 != nil && errors.Is(e1, net.ErrClosed) && !errors.Is(e2, net.ErrClosed):
-		return e2
-	}
-	return errors.Join(e1, e2)
+	c, err := pipe.Relay(ctx, a, b, aName, bName, count)
+	return relayed{Sent: c.AToB, Received: c.BToA}, err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/pipe"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 	"golang.org/x/crypto/ssh"
@@ -187,7 +188,7 @@ func (s *fakeSSHD) serve(c net.Conn) {
 				continue
 			}
 			go ssh.DiscardRequests(creqs)
-			s.wg.Go(func() { pipe(ch, far) })
+			s.wg.Go(func() { copyBoth(ch, far) })
 		default:
 			nc.Reject(ssh.UnknownChannelType, "not here")
 		}
@@ -220,13 +221,13 @@ func (s *fakeSSHD) forwardUnix(conn *ssh.ServerConn, ln net.Listener, path strin
 			continue
 		}
 		go ssh.DiscardRequests(reqs)
-		s.wg.Go(func() { pipe(ch, c) })
+		s.wg.Go(func() { copyBoth(ch, c) })
 	}
 }
 
-// pipe copies between an SSH channel and a connection, half-closing each
-// way, until both directions end.
-func pipe(ch ssh.Channel, c net.Conn) {
+// copyBoth copies between an SSH channel and a connection, half-closing
+// each way, until both directions end.
+func copyBoth(ch ssh.Channel, c net.Conn) {
 	defer ch.Close()
 	defer c.Close()
 	done := make(chan struct{})
@@ -236,7 +237,7 @@ func pipe(ch ssh.Channel, c net.Conn) {
 		close(done)
 	}()
 	io.Copy(c, ch)
-	closeWrite(c)
+	pipe.CloseWrite(c)
 	<-done
 }
 

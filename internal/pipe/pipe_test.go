@@ -1,4 +1,4 @@
-package tunnel
+package pipe
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 }
 
 type relayResult struct {
-	n   relayed
+	n   Counts
 	err error
 }
 
@@ -50,7 +50,7 @@ func startRelay(t *testing.T, ctx context.Context) (client, far *net.TCPConn, do
 	b, far := tcpPair(t)
 	done = make(chan relayResult, 1)
 	go func() {
-		n, err := relay(ctx, a, b, "client", "far", nil, BytesOut)
+		n, err := Relay(ctx, a, b, "client", "far", nil)
 		done <- relayResult{n, err}
 	}()
 	return client, far, done
@@ -67,7 +67,7 @@ func wait(t *testing.T, done chan relayResult) relayResult {
 	}
 }
 
-func TestRelayHalfClose(t *testing.T) {
+func TestHalfClose(t *testing.T) {
 	client, far, done := startRelay(t, t.Context())
 	client.SetDeadline(time.Now().Add(10 * time.Second))
 	far.SetDeadline(time.Now().Add(10 * time.Second))
@@ -106,12 +106,12 @@ func TestRelayHalfClose(t *testing.T) {
 	if r.err != nil {
 		t.Errorf("relay error = %v; want nil", r.err)
 	}
-	if r.n.Sent != int64(len(up)) || r.n.Received != int64(len(down)) {
-		t.Errorf("relayed %d up, %d down; want %d, %d", r.n.Sent, r.n.Received, len(up), len(down))
+	if r.n.AToB != int64(len(up)) || r.n.BToA != int64(len(down)) {
+		t.Errorf("relayed %d up, %d down; want %d, %d", r.n.AToB, r.n.BToA, len(up), len(down))
 	}
 }
 
-func TestRelayErrorNamesDirection(t *testing.T) {
+func TestErrorNamesDirection(t *testing.T) {
 	client, far, done := startRelay(t, t.Context())
 	if _, err := client.Write([]byte("hello")); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
 }
 
-func TestRelayCancel(t *testing.T) {
+func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	client, _, done := startRelay(t, ctx)
 	cancel()
@@ -157,12 +157,12 @@ func TestRelayCancel(t *testing.T) {
 
 // A connection without CloseWrite (net.Pipe) is closed whole when its
 // direction ends, so the peer still sees EOF.
-func TestRelayWithoutCloseWrite(t *testing.T) {
+func TestWithoutCloseWrite(t *testing.T) {
 	client, a := net.Pipe()
 	b, far := net.Pipe()
 	done := make(chan relayResult, 1)
 	go func() {
-		n, err := relay(t.Context(), a, b, "client", "far", nil, BytesOut)
+		n, err := Relay(t.Context(), a, b, "client", "far", nil)
 		done <- relayResult{n, err}
 	}()
 	go func() {
@@ -175,7 +175,7 @@ func TestRelayWithoutCloseWrite(t *testing.T) {
 	}
 	far.Close()
 	r := wait(t, done)
-	if r.n.Sent != 4 {
-		t.Errorf("sent = %d; want 4", r.n.Sent)
+	if r.n.AToB != 4 {
+		t.Errorf("sent = %d; want 4", r.n.AToB)
 	}
 }
