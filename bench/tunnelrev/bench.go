@@ -23,6 +23,7 @@ type options struct {
 	redisN   int
 	cipher   string
 	profile  string
+	chains   []string // the chains' names, in the report's order
 }
 
 // results collects the measurements of every chain.
@@ -35,6 +36,10 @@ type results struct {
 	peak   map[string]usage // the largest seen during any test
 	cpu    map[string]time.Duration
 	moved  map[string]int64 // bytes moved by the throughput tests
+	// siteIdle and siteCPU are those of the processes a sluice chain's
+	// sessions run on the site (chain.site), apart from its parts.
+	siteIdle map[string]usage
+	siteCPU  map[string]time.Duration
 	// failed counts the attempts of each chain's tests that failed (a
 	// connection closed or reset by the chain); gaveUp the rounds in which
 	// every attempt failed, left without a value.
@@ -52,6 +57,9 @@ func newResults() *results {
 		moved:  map[string]int64{},
 		failed: map[string]map[string]int{},
 		gaveUp: map[string]map[string]int{},
+
+		siteIdle: map[string]usage{},
+		siteCPU:  map[string]time.Duration{},
 	}
 }
 
@@ -72,6 +80,12 @@ type test struct {
 func throughputTest(name, kind string, streams int) test {
 	return test{name: name, run: func(ctx context.Context, e *env, c *chain, o options, res *results) error {
 		before := treeUsage(c.roots())
+		var site []int
+		var siteBefore usage
+		if c.site != nil {
+			site = c.site()
+			siteBefore = treeUsage(site)
+		}
 		r, err := e.client(ctx, c.echo, kind, "-streams", strconv.Itoa(streams), "-duration", o.duration.String())
 		if err != nil {
 			return err
@@ -79,6 +93,11 @@ func throughputTest(name, kind string, streams int) test {
 		if len(c.parts) > 0 {
 			res.cpu[c.name] += treeUsage(c.roots()).cpu - before.cpu
 			res.moved[c.name] += r.Bytes
+		}
+		if c.site != nil {
+			// The same processes as before: a session started meanwhile
+			// would count its whole CPU time.
+			res.siteCPU[c.name] += treeUsage(site).cpu - siteBefore.cpu
 		}
 		res.add(name, c.name, float64(r.Bytes)/r.Seconds/1e6)
 		return nil
@@ -154,6 +173,9 @@ func measure(ctx context.Context, e *env, chains []*chain, o options) (*results,
 		if len(c.parts) > 0 {
 			res.idle[c.name] = treeUsage(c.roots())
 		}
+		if c.site != nil {
+			res.siteIdle[c.name] = treeUsage(c.site())
+		}
 	}
 	for round := range o.rounds {
 		for _, t := range tests() {
@@ -162,7 +184,7 @@ func measure(ctx context.Context, e *env, chains []*chain, o options) (*results,
 				if err := runTest(ctx, t, e, c, o, res); err != nil {
 					return nil, fmt.Errorf("round %d, %s, %s: %w", round+1, t.name, c.name, err)
 				}
-				fmt.Fprintf(os.Stderr, "round %d %-6s %-14s %s\n", round+1, t.name, c.name, res.last(t.name, c.name))
+				fmt.Fprintf(os.Stderr, "round %d %-6s %-16s %s\n", round+1, t.name, c.name, res.last(t.name, c.name))
 				time.Sleep(200 * time.Millisecond)
 			}
 		}

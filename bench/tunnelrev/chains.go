@@ -28,6 +28,10 @@ type chain struct {
 	// parts are the processes the chain adds on the node and the cluster
 	// side, whose memory and CPU are measured; none for the direct path.
 	parts []*child.Process
+	// site finds the processes a sluice chain's sessions run on the site
+	// (the holder, a user-space sshd, srun and its steps), measured apart
+	// from parts; nil for the other chains.
+	site func() []int
 }
 
 // roots returns the pids of the chain's parts.
@@ -41,9 +45,11 @@ func (c *chain) roots() []int {
 
 // Chain names, as the report writes them.
 const (
-	chainSluice  = "sluice"
-	chainOpenSSH = "OpenSSH+socat"
-	chainDirect  = "direct"
+	chainSluice    = "sluice"
+	chainUserspace = "sluice-userspace"
+	chainSrun      = "sluice-srun"
+	chainOpenSSH   = "OpenSSH+socat"
+	chainDirect    = "direct"
 )
 
 // env is everything the benchmark started, for the chains and for cleanup.
@@ -56,6 +62,7 @@ type env struct {
 
 	procs []*child.Process // started, stopped in reverse order
 	dirs  []string         // socket directories made
+	jobs  []string         // Slurm jobs submitted, cancelled at the end
 
 	hostEcho   string // the Go server on the cluster side
 	directHost string // an address of the login node the compute node reaches
@@ -71,11 +78,16 @@ func (e *env) run(name string, cmd *exec.Cmd) (*child.Process, error) {
 	return p, nil
 }
 
-// cleanup stops every process started, last first, and removes the socket
-// directories.
+// cleanup stops every process started, last first, cancels the Slurm jobs
+// submitted and removes the socket directories.
 func (e *env) cleanup() {
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		_ = e.procs[i].Stop()
+	}
+	for _, job := range e.jobs {
+		if err := e.cancelJob(job); err != nil {
+			fmt.Fprintf(os.Stderr, "tunnelrev: %v\n", err)
+		}
 	}
 	for _, d := range e.dirs {
 		os.RemoveAll(d)
@@ -178,49 +190,12 @@ func (e *env) waitRedis(ctx context.Context, addr string, p *child.Process) erro
 }
 
 // relayPorts are the ports the job's side listens on: for the Go server and
-// for Redis. Both chains use the same ports on their own addresses.
+// for Redis. Every chain uses the same ports on its own address.
 type relayPorts struct{ echo, redis int }
 
 func pickPorts() relayPorts {
 	p := 30000 + rand.IntN(9999)
 	return relayPorts{echo: p, redis: p + 1}
-}
-
-// startSluice starts the sluice chain: the relay as the job starts it (as
-// the job's user on the compute node, on addr, with the job's shell, here
-// this program, as the parent) and `sluice-tunnel reverse` on the cluster
-// side, and waits until an echo goes through.
-func (e *env) startSluice(ctx context.Context, addr string, ports relayPorts) (*chain, error) {
-	dir, err := socketDir(e.rig)
-	if err != nil {
-		return nil, err
-	}
-	e.dirs = append(e.dirs, dir)
-	nodeFile := filepath.Join(e.work, "node")
-	if err := os.WriteFile(nodeFile, []byte(e.rig.Node+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("node file: %w", err)
-	}
-	relay, err := e.run("sluice-relay", e.rig.AsUser(ctx, rigbench.NodeNetns, e.relay, "--addr", addr, "--dir", dir,
-		"--ports", fmt.Sprintf("%d,%d", ports.echo, ports.redis), "--parent-pid", strconv.Itoa(os.Getpid())))
-	if err != nil {
-		return nil, err
-	}
-	tun, err := e.run("sluice-tunnel", exec.CommandContext(ctx, e.tun, "reverse",
-		"--login="+e.rig.LoginAddr, "--user="+e.rig.User, "--key="+e.rig.Key,
-		"--login-known-hosts="+e.rig.KnownHosts, "--node-known-hosts="+e.rig.NodeKnownHosts,
-		"--node-file="+nodeFile, "--socket-dir="+dir,
-		fmt.Sprintf("--forward=%d=%s", ports.echo, e.hostEcho),
-		fmt.Sprintf("--forward=%d=%s", ports.redis, e.rig.Redis)))
-	if err != nil {
-		return nil, err
-	}
-	c := &chain{name: chainSluice, parts: []*child.Process{relay, tun},
-		echo: net.JoinHostPort(addr, strconv.Itoa(ports.echo)), redis: net.JoinHostPort(addr, strconv.Itoa(ports.redis))}
-	want := []string{filepath.Join(dir, "rev-relay.ready"), sockPath(dir, ports.echo), sockPath(dir, ports.redis)}
-	if err := e.waitUp(ctx, c, want); err != nil {
-		return nil, fmt.Errorf("sluice chain: %w\nrelay: %s\ntunnel: %s", err, e.logTail("sluice-relay"), e.logTail("sluice-tunnel"))
-	}
-	return c, nil
 }
 
 // startOpenSSH starts the chain a user would build by hand: `ssh -J login

@@ -1,14 +1,22 @@
 //go:build bench
 
-// Command tunnelrev is the benchmark of the reverse tunnel (issue 5, SPEC
-// S5 and S10). On the rig, a client run as the job's user on the compute
-// node reaches servers on the cluster side through three chains, measured
-// side by side in one run, their order turning each round:
+// Command tunnelrev is the benchmark of the reverse tunnel (issues 5 and 6,
+// SPEC S5 and S10). On the rig, a client run as the job's user on the
+// compute node reaches servers on the cluster side through up to five
+// chains (-chains), measured side by side in one run, their order turning
+// each round:
 //
 //   - sluice: the job's sluice-relay (the real binary, started as the
 //     job's pre-exec snippet starts it) → rev-<port>.sock of the node
 //     sshd's remote forward → node sshd → login sshd → `sluice-tunnel
 //     reverse` (the real binary) → the server;
+//   - sluice-userspace: the same with --sshd=userspace: the forward is an
+//     sshd -i's that each session starts as the job's user through the
+//     node's sshd;
+//   - sluice-srun: the same with --node-exec=srun: the session's commands
+//     and its user-space sshd run by srun --jobid --overlap from the login
+//     node, in a job of the user's that the benchmark submits to hold an
+//     allocation on the node (and cancels at the end);
 //   - OpenSSH + socat: `ssh -J login node -N -R sock:host:port` and socat
 //     as the relay, what a user would build by hand;
 //   - direct: copies of the servers on the login node's address on the
@@ -19,11 +27,12 @@
 // measures throughput with 1 and 16 streams each way, connection set-up
 // (connect and one byte there and back), 64-byte request/response pairs,
 // redis-benchmark -q -t ping,set,get, and the memory and CPU of each
-// chain's parts, and writes a Markdown table with the ratios on standard
-// output. Run it as root from the module's root (it builds the relay and
+// chain's parts, and writes a Markdown table with the ratios (to OpenSSH,
+// to direct, and of the user-space and srun modes to the node mode) on
+// standard output. Run it as root from the module's root (it builds the relay and
 // the tunnel):
 //
-//	go build -tags bench -o /tmp/tunnelrev ./bench/tunnelrev && /tmp/tunnelrev [-rounds 5] [-duration 2s]
+//	go build -tags bench -o /tmp/tunnelrev ./bench/tunnelrev && /tmp/tunnelrev [-rounds 5] [-duration 2s] [-chains sluice,openssh,direct]
 //
 // The subcommands "serve" and "client" are the benchmark's own server and
 // client, run by it in the namespaces.
@@ -59,9 +68,15 @@ func main() {
 	flag.IntVar(&o.redisN, "redis-n", 20000, "requests per redis-benchmark test (-n)")
 	flag.StringVar(&o.cipher, "ssh-cipher", "", "Ciphers for the OpenSSH client (default: OpenSSH's own choice)")
 	flag.StringVar(&o.profile, "cpuprofile", "", "directory to write CPU profiles of every chain's parts to (perf record -g; read them with perf report -i)")
+	chains := flag.String("chains", defaultChains, "the chains to measure, separated by commas")
 	keep := flag.Bool("keep", false, "keep the work directory (binaries, logs), as after a failure")
 	flag.Parse()
-	if flag.NArg() > 0 || o.rounds < 1 || o.duration <= 0 || o.setups < 1 || o.redisN < 1 {
+	var err error
+	if o.chains, err = parseChains(*chains); err != nil {
+		fmt.Fprintln(os.Stderr, "tunnelrev:", err)
+		os.Exit(2)
+	}
+	if flag.NArg() > 0 || o.rounds < 1 || o.duration <= 0 || o.setups < 1 || o.redisN < 1 || len(o.chains) == 0 {
 		fmt.Fprintln(os.Stderr, "tunnelrev: bad arguments; see -h")
 		os.Exit(2)
 	}
@@ -93,27 +108,19 @@ func run(ctx context.Context, o options, keep bool) (err error) {
 	if e.hostEcho, err = e.startServer("host-server", exec.CommandContext(ctx, e.self, "serve", "-listen", "127.0.0.1:0")); err != nil {
 		return err
 	}
-	if e.directHost, err = e.findDirectHost(ctx); err != nil {
-		return err
-	}
-	direct, err := e.startDirect(ctx)
-	if err != nil {
-		return err
-	}
-	// Addresses for the two relays in 127.0.0.0/8 of the compute node,
-	// and ports, picked at random so as not to meet other tests' relays.
+	// Addresses for the relays in 127.0.0.0/8 of the compute node, and
+	// ports, picked at random so as not to meet other tests' relays.
 	base := net.IPv4(127, 77, byte(time.Now().UnixNano()%200+1), 0).To4()
 	ports := pickPorts()
-	sluice, err := e.startSluice(ctx, net.IPv4(base[0], base[1], base[2], 1).String(), ports)
-	if err != nil {
-		return err
+	var chains []*chain
+	for _, name := range o.chains {
+		c, err := e.startChain(ctx, name, base, ports, o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "tunnelrev: chain up: %s %s (redis %s)\n", c.name, c.echo, c.redis)
+		chains = append(chains, c)
 	}
-	openssh, err := e.startOpenSSH(ctx, net.IPv4(base[0], base[1], base[2], 2).String(), ports, o.cipher)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "tunnelrev: chains up: sluice %s, OpenSSH %s, direct %s (redis %s)\n", sluice.echo, openssh.echo, direct.echo, direct.redis)
-	chains := []*chain{sluice, openssh, direct}
 	if o.profile != "" {
 		stopProfiles, err := e.profile(ctx, o.profile, chains)
 		if err != nil {
@@ -125,7 +132,7 @@ func run(ctx context.Context, o options, keep bool) (err error) {
 	if err != nil {
 		return err
 	}
-	report(os.Stdout, res, o)
+	report(os.Stdout, res, o, chains)
 	for _, c := range chains {
 		for _, p := range c.parts {
 			if !p.Running() {

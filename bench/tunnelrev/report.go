@@ -22,7 +22,7 @@ type row struct {
 }
 
 // report writes the table of figures and ratios, in Markdown.
-func report(w io.Writer, res *results, o options) {
+func report(w io.Writer, res *results, o options, chains []*chain) {
 	var rows []row
 	figure := func(key, label string, higher bool, format string) {
 		byChain := res.values[key]
@@ -64,74 +64,32 @@ func report(w io.Writer, res *results, o options) {
 	}
 	rss := func(u usage) int64 { return u.rssKB }
 	pss := func(u usage) int64 { return u.pssKB }
-	mem("RSS idle, relay + tunnel | socat + ssh (MiB)", res.idle, rss)
+	mem("RSS idle, relay + tunnel / socat + ssh (MiB)", res.idle, rss)
 	mem("RSS peak under load (MiB)", res.peak, rss)
 	mem("PSS idle (MiB)", res.idle, pss)
 	mem("PSS peak under load (MiB)", res.peak, pss)
-	cpu := row{label: "CPU of relay + tunnel | socat + ssh per GB moved (s)", values: map[string]float64{}, format: "%.2f"}
+	cpu := row{label: "CPU of relay + tunnel / socat + ssh per GB moved (s)", values: map[string]float64{}, format: "%.2f"}
 	for c, d := range res.cpu {
 		if res.moved[c] > 0 {
 			cpu.values[c] = d.Seconds() / (float64(res.moved[c]) / 1e9)
 		}
 	}
 	rows = append(rows, cpu)
+	if len(res.siteIdle) > 0 {
+		mem("RSS idle, the sessions' processes on the site (MiB)", res.siteIdle, rss)
+		mem("PSS idle, the sessions' processes on the site (MiB)", res.siteIdle, pss)
+		site := row{label: "CPU of the sessions' processes on the site per GB moved (s)", values: map[string]float64{}, format: "%.2f"}
+		for c, d := range res.siteCPU {
+			if res.moved[c] > 0 {
+				site.values[c] = d.Seconds() / (float64(res.moved[c]) / 1e9)
+			}
+		}
+		rows = append(rows, site)
+	}
 
 	fmt.Fprintf(w, "%d rounds; throughput and request/response tests of %v, %d set-ups a round, redis-benchmark -n %d; medians over the rounds\n\n",
 		o.rounds, o.duration, o.setups, o.redisN)
-	fmt.Fprintln(w, "| figure | sluice | OpenSSH + socat | direct | sluice / OpenSSH | sluice / direct | OpenSSH / direct | sluice ahead |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
-	for _, r := range rows {
-		s, okS := r.values[chainSluice]
-		x, okX := r.values[chainOpenSSH]
-		d, okD := r.values[chainDirect]
-		val := func(v float64, ok bool) string {
-			if !ok {
-				return "—"
-			}
-			return fmt.Sprintf(r.format, v)
-		}
-		ratio := func(a, b float64, ok bool) string {
-			if !ok || b == 0 {
-				return "—"
-			}
-			return fmt.Sprintf("%.2f", a/b)
-		}
-		ahead := "—"
-		if okS && okX {
-			ahead = "no"
-			if r.higher && s > x || !r.higher && s < x {
-				ahead = "yes"
-			}
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.label, val(s, okS), val(x, okX), val(d, okD),
-			ratio(s, x, okS && okX), ratio(s, d, okS && okD), ratio(x, d, okX && okD), ahead)
-	}
-
-	fmt.Fprintln(w, "\nSpread over the rounds (min – max):")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| figure | sluice | OpenSSH + socat | direct |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	for _, r := range rows {
-		if r.spread == nil {
-			continue
-		}
-		cell := func(c string) string {
-			sp, ok := r.spread[c]
-			if !ok {
-				return "—"
-			}
-			return fmt.Sprintf(r.format+" – "+r.format, sp[0], sp[1])
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.label, cell(chainSluice), cell(chainOpenSSH), cell(chainDirect))
-	}
-	fmt.Fprintf(w, "\nset-ups measured: sluice %d, OpenSSH %d, direct %d\n", len(res.setups[chainSluice]), len(res.setups[chainOpenSSH]), len(res.setups[chainDirect]))
-	for _, c := range []string{chainSluice, chainOpenSSH, chainDirect} {
-		if f := res.failed[c]; len(f) > 0 {
-			fmt.Fprintf(w, "%s: attempts that failed (a connection closed or reset by the chain): %v; rounds left without a value: %v\n", c, f, res.gaveUp[c])
-		}
-	}
-	for _, c := range []string{chainSluice, chainOpenSSH} {
-		fmt.Fprintf(w, "%s: %d processes idle, %d at peak; CPU %.2f s for %.2f GB moved by the throughput tests\n",
-			c, res.idle[c].procs, res.peak[c].procs, res.cpu[c].Seconds(), float64(res.moved[c])/1e9)
-	}
+	writeTable(w, rows, o.chains)
+	writeSpread(w, rows, o.chains)
+	writeCounts(w, res, chains)
 }
