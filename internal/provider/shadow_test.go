@@ -1,9 +1,12 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -202,6 +205,7 @@ func TestShadowSocksProxyWarns(t *testing.T) {
 	pod := testPod("socks")
 	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis:6379", annotations.ReverseSocksPort: "1080"}
 	shadows := &fakeShadows{}
+	logs := &syncBuffer{}
 	h := newHarness(t, func(c *Config) {
 		c.Shadows = shadows
 		c.Reverse = annotations.SiteRules{ReverseEnabled: true, ShadowModeSSH: true, TunnelEnabled: true, AllowSocks: true}
@@ -209,12 +213,35 @@ func TestShadowSocksProxyWarns(t *testing.T) {
 		c.Relay = func(context.Context) (string, error) {
 			return "/home/alice/.sluice/.bin/sluice-relay-0123456789abcdef", nil
 		}
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}, pod)
 	if err := h.p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatalf("CreatePod: %v", err)
 	}
 	h.waitEvent("Warning ReverseSocksProxy SOCKS5 proxy on 127.0.0.1:1080 of the job's node: every user of that node can reach the cluster through it")
 	h.waitEvent("submitted as Slurm job")
+	want := `level=WARN msg="provider: pod asks for a SOCKS5 proxy open to every user of its node" pod=ns/socks port=1080`
+	if got := logs.String(); !strings.Contains(got, want) {
+		t.Errorf("sluice-vk's log lacks %s:\n%s", want, got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestShadowSocksOnlyJob(t *testing.T) {
