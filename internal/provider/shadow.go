@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 )
@@ -218,43 +217,4 @@ func (p *Provider) keptLogs(ctx context.Context, pod *corev1.Pod, container stri
 		return nil, true, fmt.Errorf("logs of kept container %s in shadow pod %s/%s: %w", container, sp.Namespace, sp.Name, err)
 	}
 	return rc, true, nil
-}
-
-// applyKept gives the pod the status its kept containers have in sp, its
-// shadow pod (nil if none), as they run there rather than in the job.
-func (p *Provider) applyKept(st *podState, sp *corev1.Pod) {
-	p.mu.Lock()
-	kept := shadow.KeptContainers(st.pod)
-	if len(kept) == 0 || st.final || st.deleting {
-		p.mu.Unlock()
-		return
-	}
-	live := map[string]corev1.ContainerStatus{}
-	if sp != nil {
-		for _, cs := range sp.Status.ContainerStatuses {
-			live[cs.Name] = cs
-		}
-	}
-	if st.kept == nil {
-		st.kept = map[string]corev1.ContainerStatus{}
-	}
-	for _, c := range kept {
-		cs, ok := live[c.Name]
-		if !ok {
-			cs = corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: corev1.ContainerState{
-				Waiting: &corev1.ContainerStateWaiting{Reason: "ShadowPodPending", Message: "runs in the shadow, which has not started it"},
-			}}
-		}
-		st.kept[c.Name] = cs
-	}
-	old := st.pod.Status
-	st.pod.Status = jobStatus(st.pod, old, st.last, st.kept, p.cfg.Now())
-	if st.tunnelCond != nil {
-		setCondition(&st.pod.Status.Conditions, *st.tunnelCond)
-	}
-	changed := !equality.Semantic.DeepEqual(old, st.pod.Status)
-	p.mu.Unlock()
-	if changed {
-		p.push(st)
-	}
 }

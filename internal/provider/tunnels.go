@@ -1,10 +1,8 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/tunnel"
@@ -24,72 +22,6 @@ const (
 // of the pod's shadow are up; `kubectl describe pod` shows it, and its
 // reason and message say which tunnel is not and why.
 const ConditionTunnelReady corev1.PodConditionType = "sluice.io/TunnelReady"
-
-// tunnelChecks bounds the tunnel status reads in flight.
-const tunnelChecks = 8
-
-// shadowLoop reads, once per PollInterval until ctx ends, the shadow of
-// every pod whose job runs: the state of its tunnels and the status of its
-// kept containers.
-func (p *Provider) shadowLoop(ctx context.Context) {
-	tick := time.NewTicker(p.cfg.PollInterval)
-	defer tick.Stop()
-	var lastErr string
-	for {
-		err := p.checkShadows(ctx)
-		switch {
-		case err != nil && err.Error() != lastErr:
-			p.log.Warn("provider: shadows not read", "error", err)
-			lastErr = err.Error()
-		case err == nil:
-			lastErr = ""
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// checkShadows makes one round: the shadow pods of the node are listed
-// once, and for each pod with a running job its kept containers' status is
-// taken and its tunnels are read.
-func (p *Provider) checkShadows(ctx context.Context) error {
-	var sts []*podState
-	p.mu.Lock()
-	for _, st := range p.pods {
-		if st.shadow && st.submitted && !st.final && !st.deleting && st.last.BatchHost != "" {
-			sts = append(sts, st)
-		}
-	}
-	p.mu.Unlock()
-	if len(sts) == 0 {
-		return nil
-	}
-	shadows, err := p.cfg.Shadows.ShadowPods(ctx)
-	if err != nil {
-		return err
-	}
-	sem := make(chan struct{}, tunnelChecks)
-	var wg sync.WaitGroup
-	for _, st := range sts {
-		sp := shadows[st.ref.UID]
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			p.applyKept(st, sp)
-			snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
-			if err != nil {
-				p.log.Debug("provider: tunnel state not read", "pod", keyOf(st.pod), "error", err)
-				return
-			}
-			p.applyTunnels(st, sp != nil, snaps)
-		})
-	}
-	wg.Wait()
-	return nil
-}
 
 // tunnelSeen is what the provider last saw of one tunnel of a pod.
 type tunnelSeen struct {

@@ -21,7 +21,12 @@ import (
 // host keys of both checked. It makes sure the socket directory exists,
 // owner-only, and asks the sshd for one remote unix-socket forward per
 // endpoint, at SocketDir/rev-<ListenPort>.sock; each connection arriving
-// there is dialled to the endpoint's Host:Port in the cluster.
+// there is dialled to the endpoint's Host:Port in the cluster. With Sshd
+// userspace the forwards are asked of an sshd -i the session starts as the
+// user instead (reverse_userspace.go); with NodeExec srun the node's sshd is
+// not used at all: the session's commands and that sshd run with srun from
+// the login node (reverse_exec.go). A SocksPort adds a SOCKS5 proxy in a
+// session of its own (reverse_socks.go).
 //
 // A holder command keeps the session while the directory (the same one:
 // a requeue recreates it under the same path) and every socket exist; it

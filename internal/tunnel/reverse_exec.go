@@ -48,9 +48,9 @@ func (ex nodeExec) via() string {
 	return "login node (srun)"
 }
 
-// nodeExec makes the way to node for a session: the node's sshd through
+// reach makes the way to node for a session: the node's sshd through
 // login, or srun on login for the job named in JobFile.
-func (s *reverseState) nodeExec(ctx context.Context, login *ssh.Client, node string) (nodeExec, error) {
+func (s *reverseState) reach(ctx context.Context, login *ssh.Client, node string) (nodeExec, error) {
 	if s.r.NodeExec != NodeExecSrun {
 		client, err := s.r.Hop.Node(ctx, login, node)
 		if err != nil {

@@ -29,7 +29,7 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 		return err
 	}
 	defer login.Close()
-	ex, err := s.nodeExec(ctx, login, node)
+	ex, err := s.reach(ctx, login, node)
 	if err != nil {
 		return err
 	}

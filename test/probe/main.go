@@ -58,6 +58,10 @@ func main() {
 		mapped := fs.Bool("v4mapped", false, "dial the IPv4 address over IPv6, v4-mapped")
 		socks := fs.String("socks", "", "host:port of a SOCKS5 proxy to go through")
 		fs.Parse(os.Args[2:])
+		if *mapped && *socks != "" {
+			fmt.Fprintln(os.Stderr, "sluice-probe redis: --v4mapped and --socks exclude each other")
+			os.Exit(2)
+		}
 		out, err = probeRedis(ctx, *addr, *mapped, *socks)
 	default:
 		fmt.Fprintf(os.Stderr, "sluice-probe: unknown command %q\n", os.Args[1])

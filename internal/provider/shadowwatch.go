@@ -1,0 +1,116 @@
+package provider
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// shadowChecks bounds the shadow reads in flight.
+const shadowChecks = 8
+
+// shadowLoop reads, once per PollInterval until ctx ends, the shadow of
+// every pod whose job runs: the state of its tunnels and the status of its
+// kept containers.
+func (p *Provider) shadowLoop(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.PollInterval)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		err := p.checkShadows(ctx)
+		switch {
+		case err != nil && err.Error() != lastErr:
+			p.log.Warn("provider: shadows not read", "error", err)
+			lastErr = err.Error()
+		case err == nil:
+			lastErr = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// checkShadows makes one round: the shadow pods of the node are listed
+// once, and for each pod with a running job its kept containers' status is
+// taken and its tunnels are read.
+func (p *Provider) checkShadows(ctx context.Context) error {
+	var sts []*podState
+	p.mu.Lock()
+	for _, st := range p.pods {
+		if st.shadow && st.submitted && !st.final && !st.deleting && st.last.BatchHost != "" {
+			sts = append(sts, st)
+		}
+	}
+	p.mu.Unlock()
+	if len(sts) == 0 {
+		return nil
+	}
+	shadows, err := p.cfg.Shadows.ShadowPods(ctx)
+	if err != nil {
+		return err
+	}
+	sem := make(chan struct{}, shadowChecks)
+	var wg sync.WaitGroup
+	for _, st := range sts {
+		sp := shadows[st.ref.UID]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			p.applyKept(st, sp)
+			snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
+			if err != nil {
+				p.log.Debug("provider: tunnel state not read", "pod", keyOf(st.pod), "error", err)
+				return
+			}
+			p.applyTunnels(st, sp != nil, snaps)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// applyKept gives the pod the status its kept containers have in sp, its
+// shadow pod (nil if none), as they run there rather than in the job.
+func (p *Provider) applyKept(st *podState, sp *corev1.Pod) {
+	p.mu.Lock()
+	kept := shadow.KeptContainers(st.pod)
+	if len(kept) == 0 || st.final || st.deleting {
+		p.mu.Unlock()
+		return
+	}
+	live := map[string]corev1.ContainerStatus{}
+	if sp != nil {
+		for _, cs := range sp.Status.ContainerStatuses {
+			live[cs.Name] = cs
+		}
+	}
+	if st.kept == nil {
+		st.kept = map[string]corev1.ContainerStatus{}
+	}
+	for _, c := range kept {
+		cs, ok := live[c.Name]
+		if !ok {
+			cs = corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ShadowPodPending", Message: "runs in the shadow, which has not started it"},
+			}}
+		}
+		st.kept[c.Name] = cs
+	}
+	old := st.pod.Status
+	st.pod.Status = jobStatus(st.pod, old, st.last, st.kept, p.cfg.Now())
+	if st.tunnelCond != nil {
+		setCondition(&st.pod.Status.Conditions, *st.tunnelCond)
+	}
+	changed := !equality.Semantic.DeepEqual(old, st.pod.Status)
+	p.mu.Unlock()
+	if changed {
+		p.push(st)
+	}
+}
