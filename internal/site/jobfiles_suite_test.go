@@ -52,6 +52,22 @@ func testJobFiles(t *testing.T, r Runner, dir string) {
 	sub := path.Join(jobDir, "sub.log")
 	mustMkdir(t, r, sub)
 	refused(t, r, sub, "a directory", fs.ModeDir)
+
+	// Removing the job directory removes the links, never what they point
+	// to, and does not open the pipes.
+	if _, err := r.Run(ctxFor(t), nil, "ln", "-s", path.Dir(peer), path.Join(sub, "peer-dir")); err != nil {
+		t.Fatalf("ln -s: %v", err)
+	}
+	err := within(t, 10*time.Second, func(ctx context.Context) error { return r.RemoveAll(ctx, jobDir) })
+	if err != nil {
+		t.Fatalf("RemoveAll(%s): %v", jobDir, err)
+	}
+	if _, err := r.Stat(ctxFor(t), jobDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Stat after RemoveAll = %v; want ErrNotExist", err)
+	}
+	if got, err := r.ReadAt(ctxFor(t), peer, 0, 100); err != nil || string(got) != "export SECRET=hunter2\n" {
+		t.Errorf("the peer's file after removing a directory linking to it = %q, %v; want it intact", got, err)
+	}
 }
 
 // refused checks that ReadAt of p fails at once with ErrNotRegular naming

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 
 	"github.com/pkg/sftp"
 )
@@ -164,44 +163,25 @@ func (s *SSH) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
 	return fi, err
 }
 
-// RemoveAll removes p and everything under it.
+// RemoveAll removes p and everything under it with rm -rf on the site,
+// which follows no symbolic link. It is one command rather than a walk over
+// SFTP: the job can fill its directory with millions of entries, and
+// SFTP's readdir would hold every name of a directory in memory at once,
+// and then remove them one round trip at a time. rm -rf is idempotent, so
+// a command lost with its connection is run once more on a new one.
 func (s *SSH) RemoveAll(ctx context.Context, p string) error {
-	return s.fileOp(ctx, "remove", p, func(cl *sftp.Client) error {
-		if p == "/" {
-			return errors.New("refusing to remove /")
-		}
-		return removeAll(cl, p)
-	})
-}
-
-// removeAll removes p and what is under it, without following symbolic
-// links; what is already gone is not an error.
-func removeAll(cl *sftp.Client, p string) error {
-	fi, err := cl.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if err := checkPath(p); err != nil {
+		return fmt.Errorf("ssh remove: %w", err)
+	}
+	if p == "/" {
+		return errors.New("ssh remove /: refusing to remove /")
+	}
+	_, err := s.Run(ctx, nil, "rm", "-rf", "--", p)
+	if errors.Is(err, ErrConnLost) && ctx.Err() == nil {
+		_, err = s.Run(ctx, nil, "rm", "-rf", "--", p)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("ssh remove %s: %w", p, err)
 	}
-	if !fi.IsDir() {
-		return ignoreNotExist(cl.Remove(p))
-	}
-	entries, err := cl.ReadDir(p)
-	if err != nil {
-		return ignoreNotExist(err)
-	}
-	for _, e := range entries {
-		if err := removeAll(cl, path.Join(p, e.Name())); err != nil {
-			return err
-		}
-	}
-	return ignoreNotExist(cl.RemoveDirectory(p))
-}
-
-func ignoreNotExist(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+	return nil
 }
