@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -97,4 +98,37 @@ func TestFailureMessageMissing(t *testing.T) {
 	if err != nil || msg != "" {
 		t.Errorf("FailureMessage without job.out = %q, %v; want none", msg, err)
 	}
+}
+
+// FuzzReadTail: the tail is a suffix of the file of at most n bytes that
+// starts a line, and is the longest such suffix.
+func FuzzReadTail(f *testing.F) {
+	f.Add([]byte("a\nsluice: b\nc"), 4)
+	f.Add([]byte("\n\n\n"), 1)
+	f.Add([]byte("no newline at all"), 5)
+	f.Fuzz(func(t *testing.T, data []byte, n int) {
+		if n <= 0 || n > 1<<16 {
+			return
+		}
+		c, fk, _ := newTestClient(t)
+		file := testRoot + "/lab-x/job.out"
+		fk.put(file, string(data))
+		got, err := c.readTail(context.Background(), file, n)
+		if err != nil {
+			t.Fatalf("readTail: %v", err)
+		}
+		if len(got) > n || !bytes.HasSuffix(data, got) {
+			t.Fatalf("readTail(%q, %d) = %q; want a suffix of at most %d bytes", data, n, got, n)
+		}
+		start := len(data) - len(got)
+		if start > 0 && data[start-1] != '\n' && len(got) > 0 {
+			t.Fatalf("readTail(%q, %d) = %q; does not start a line", data, n, got)
+		}
+		// No longer suffix within n bytes starts a line.
+		for s := len(data) - min(n, len(data)); s < start; s++ {
+			if s == 0 || data[s-1] == '\n' {
+				t.Fatalf("readTail(%q, %d) = %q; the suffix from %d starts a line too", data, n, got, s)
+			}
+		}
+	})
 }
