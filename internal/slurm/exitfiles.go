@@ -2,10 +2,14 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/site"
 )
 
 // resultFiles matches the names of log and exit files in a job directory:
@@ -105,21 +109,48 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 // scan reads the results of the given job directories (all under
 // DataRoot) in one command. Directories that do not exist are not in the
 // result.
+//
+// A job can fill its directory with files named like logs, until the scan's
+// output passes the runner's limit, which would fail the scan, and the
+// status, of every pod of the node. Directories whose scan goes over the
+// limit are scanned again in halves, so that such a directory is found in
+// a few more commands, logged and left out of the result on its own: its
+// pod's status then comes from Slurm alone.
 func (c *Client) scan(ctx context.Context, dirs []string) (map[string]*dirFiles, error) {
 	if len(dirs) == 0 {
 		return nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, scanTimeout)
+	defer cancel()
+	files := make(map[string]*dirFiles, len(dirs))
+	if err := c.scanInto(ctx, dirs, files); err != nil {
+		return nil, fmt.Errorf("read exit files: %w", err)
+	}
+	return files, nil
+}
+
+// scanInto scans dirs into files, halving a scan whose output was too long.
+func (c *Client) scanInto(ctx context.Context, dirs []string, files map[string]*dirFiles) error {
 	names := make([]string, len(dirs))
 	for i, dir := range dirs {
 		names[i] = path.Base(dir)
 	}
-	ctx, cancel := context.WithTimeout(ctx, scanTimeout)
-	defer cancel()
 	out, err := c.Site.Run(ctx, nil, scanCmd(c.DataRoot, names)...)
-	if err != nil {
-		return nil, fmt.Errorf("read exit files: %w", err)
+	switch {
+	case errors.Is(err, site.ErrOutputLimit) && len(dirs) > 1:
+		half := len(dirs) / 2
+		if err := c.scanInto(ctx, dirs[:half], files); err != nil {
+			return err
+		}
+		return c.scanInto(ctx, dirs[half:], files)
+	case errors.Is(err, site.ErrOutputLimit):
+		c.logger().Warn("slurm: job directory too full to scan; its containers' results come from Slurm alone", "dir", dirs[0], "error", err)
+		return nil
+	case err != nil:
+		return err
 	}
-	return parseScan(out, c.DataRoot), nil
+	maps.Copy(files, parseScan(out, c.DataRoot))
+	return nil
 }
 
 // containers turns a directory's files into container results.

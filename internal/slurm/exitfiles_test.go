@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,5 +72,50 @@ func TestScanSurvivesHostileExitFiles(t *testing.T) {
 		if d := got[root+"/lab-bad"]; d != nil && (len(d.exits) != 0 || !d.logs["main"] || len(d.logs) != 1) {
 			t.Errorf("scan of %v: lab-bad = %+v; want only its main.log:\n%s", names, d, out)
 		}
+	}
+}
+
+// TestScanLeavesOutAFloodedDirectory: a job that fills its directory with
+// files named like logs makes the scan's output pass the runner's limit.
+// The other pods' results must still be read; that directory alone is left
+// out, and logged.
+func TestScanLeavesOutAFloodedDirectory(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	for _, name := range []string{"lab-a", "lab-b", "lab-flood", "lab-c", "lab-d"} {
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+		if name == "lab-flood" {
+			for i := range 2000 {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("c%d.log", i)), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, "main.exit"), []byte("7\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := &testLog{t: t}
+	c := &Client{Site: &site.Local{MaxStdout: 16 << 10}, DataRoot: root, Logger: slog.New(log)}
+	files, err := c.scan(context.Background(), dirs)
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	for _, dir := range dirs {
+		d := files[dir]
+		switch {
+		case filepath.Base(dir) == "lab-flood" && d != nil:
+			t.Errorf("the flooded directory is in the result with %d logs; want it left out", len(d.logs))
+		case filepath.Base(dir) != "lab-flood" && (d == nil || d.exits["main"] != 7):
+			t.Errorf("scan of %s = %+v; want main's exit code 7", dir, d)
+		}
+	}
+	if n := log.seen("slurm: job directory too full to scan; its containers' results come from Slurm alone"); n != 1 {
+		t.Errorf("logged the flooded directory %d times; want once", n)
 	}
 }
