@@ -36,6 +36,7 @@ type fakeJobs struct {
 	cancels     []slurm.JobRef
 	removes     []slurm.JobRef
 	logs        map[string]string // by container
+	logErrs     map[string]error  // what Logs returns instead, by container
 	logOpts     []slurm.LogOptions
 	failures    map[string]string // FailureMessage, by UID
 	nextID      int
@@ -105,6 +106,9 @@ func (f *fakeJobs) Logs(_ context.Context, _ slurm.JobRef, container string, opt
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.logOpts = append(f.logOpts, opts)
+	if err := f.logErrs[container]; err != nil {
+		return nil, err
+	}
 	text, ok := f.logs[container]
 	if !ok {
 		return nil, fmt.Errorf("logs of container %s: %w", container, fs.ErrNotExist)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
@@ -41,6 +42,11 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, contai
 	rc, err := p.cfg.Jobs.Logs(ctx, ref, container, logOptions(opts, p.cfg.Now()))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errdefs.InvalidInputf("container %s in pod %s/%s is waiting to start", container, namespace, name)
+	}
+	if errors.Is(err, site.ErrNotRegular) {
+		// The job put something else in place of its log: say so, as the
+		// user's error, for the user to see.
+		return nil, errdefs.InvalidInputf("logs of %s/%s container %s: %v", namespace, name, container, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("logs of %s/%s container %s: %w", namespace, name, container, err)

@@ -2,10 +2,13 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
@@ -71,5 +74,21 @@ func TestGetContainerLogs(t *testing.T) {
 		if _, err := h.p.GetContainerLogs(ctx, c.ns, c.name, c.container, c.opts); !c.check(err) {
 			t.Errorf("logs of %s/%s %s %+v: got %v; want a typed error", c.ns, c.name, c.container, c.opts, err)
 		}
+	}
+}
+
+func TestGetContainerLogsOfALogThatIsNotARegularFile(t *testing.T) {
+	pod := testPod("logs")
+	h := newHarness(t, nil, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.mu.Lock()
+	h.jobs.logErrs = map[string]error{"main": fmt.Errorf("logs of container main: main.log: %w (a named pipe)", site.ErrNotRegular)}
+	h.jobs.mu.Unlock()
+	_, err := h.p.GetContainerLogs(context.Background(), "ns", "logs", "main", api.ContainerLogOpts{})
+	if !errdefs.IsInvalidInput(err) || !strings.Contains(err.Error(), "main.log: not a regular file (a named pipe)") {
+		t.Errorf("logs of a named pipe = %v; want an invalid-input error saying main.log is not a regular file", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"syscall"
 )
 
 // osDirs is the local filesystem, for mkdirAll.
@@ -61,39 +62,40 @@ func write(f *os.File, data []byte) error {
 	return err
 }
 
-// ReadFile reads the whole file.
-func (l *Local) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	var data []byte
-	err := localOp(ctx, "read", p, func() (err error) {
-		data, err = os.ReadFile(p)
-		return err
-	})
-	return data, err
-}
-
-// ReadAt reads up to n bytes of p from offset off.
+// ReadAt reads up to n bytes of the regular file p from offset off. It
+// opens p with O_NOFOLLOW, so that a symbolic link is refused by open
+// itself, and O_NONBLOCK, so that a named pipe does not block the open, and
+// then checks on the open file (fstat) that it is a regular file: no swap of
+// p between a check and the open can make it read something else.
 func (l *Local) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte, error) {
 	var data []byte
 	err := localOp(ctx, "read", p, func() error {
 		if err := checkReadAt(off, n); err != nil {
 			return err
 		}
-		f, err := os.Open(p)
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return openError(err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		if err := CheckRegular(fi); err != nil {
+			return err
+		}
 		data, err = readAt(f, off, n)
 		return err
 	})
 	return data, err
 }
 
-// Stat describes p.
+// Stat describes p itself, without following a symbolic link.
 func (l *Local) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	err := localOp(ctx, "stat", p, func() (err error) {
-		fi, err = os.Stat(p)
+		fi, err = os.Lstat(p)
 		return err
 	})
 	return fi, err

@@ -29,6 +29,7 @@ func testRunner(t *testing.T, r Runner, dir string) {
 	t.Run("concurrent", func(t *testing.T) { testConcurrent(t, r, 50) })
 	t.Run("files", func(t *testing.T) { testFiles(t, r, dir) })
 	t.Run("missing", func(t *testing.T) { testMissing(t, r, dir) })
+	t.Run("job files", func(t *testing.T) { testJobFiles(t, r, dir) })
 }
 
 func ctxFor(t *testing.T) context.Context {
@@ -156,9 +157,9 @@ func testFiles(t *testing.T, r Runner, dir string) {
 			t.Fatalf("WriteFile(%d bytes, %04o): %v", len(w.data), w.perm, err)
 		}
 		wantMode(t, r, secret, w.perm)
-		got, err := r.ReadFile(ctx, secret)
+		got, err := r.ReadAt(ctx, secret, 0, len(w.data)+1)
 		if err != nil || !bytes.Equal(got, w.data) {
-			t.Fatalf("ReadFile after writing %d bytes = %d bytes, %v; want them back", len(w.data), len(got), err)
+			t.Fatalf("ReadAt after writing %d bytes = %d bytes, %v; want them back", len(w.data), len(got), err)
 		}
 	}
 	for _, tt := range []struct {
@@ -215,9 +216,7 @@ func wantMode(t *testing.T, r Runner, p string, want fs.FileMode) {
 func testMissing(t *testing.T, r Runner, dir string) {
 	ctx := ctxFor(t)
 	missing := path.Join(dir, "no-such-file")
-	_, err := r.ReadFile(ctx, missing)
-	checkNotExist(t, "ReadFile", err)
-	_, err = r.ReadAt(ctx, missing, 0, 10)
+	_, err := r.ReadAt(ctx, missing, 0, 10)
 	checkNotExist(t, "ReadAt", err)
 	_, err = r.Stat(ctx, missing)
 	checkNotExist(t, "Stat", err)

@@ -14,6 +14,22 @@ import (
 //
 // Paths are absolute paths on the site. A missing file gives an error for
 // which errors.Is(err, fs.ErrNotExist) is true.
+//
+// Every file under a job directory can be written by the job, and by
+// anything else that runs as the site account: the job runs as that
+// account, so it can replace its log, job.out or job.id, even job.sh or
+// job.id written by sluice, with a named pipe, a link to /dev/zero or to
+// another pod's files, or gigabytes of data. No file there is trusted, and
+// the two calls that look at a file's content or kind are safe on all of
+// them:
+//
+//   - Stat describes the path itself and never follows a symbolic link;
+//   - ReadAt reads a regular file only, never more than it is asked for,
+//     never blocks on a named pipe, and gives up after a bounded time
+//     without stalling any other call.
+//
+// There is no call that reads a whole file: every reader says how much it
+// wants.
 type Runner interface {
 	// Run runs args[0] with args[1:] as its arguments and returns its
 	// standard output. Every argument is quoted: nothing in args is
@@ -25,17 +41,21 @@ type Runner interface {
 	MkdirAll(ctx context.Context, path string, perm fs.FileMode) error
 	// WriteFile writes data to path, creating or truncating it, and leaves
 	// it with exactly mode perm (whatever the umask). The data is written to
-	// a temporary file beside path and renamed into place.
+	// a temporary file beside path and renamed into place, so whatever was
+	// at path (a link, a named pipe) is replaced, never written through.
 	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
-	// ReadFile reads the whole file.
-	ReadFile(ctx context.Context, path string) ([]byte, error)
-	// ReadAt reads up to n bytes of path from offset off. A short or empty
-	// result at the end of the file is not an error.
+	// ReadAt reads up to n bytes (at most 64 MiB) of path from offset off.
+	// A short or empty result at the end of the file is not an error.
+	// path must be a regular file, checked without following a symbolic
+	// link: anything else gives an error wrapping ErrNotRegular and is
+	// never opened in a way that could block. It is safe on paths a job
+	// can write.
 	ReadAt(ctx context.Context, path string, off int64, n int) ([]byte, error)
-	// Stat describes path.
+	// Stat describes path itself: a symbolic link is described, not
+	// followed (lstat). It never opens path.
 	Stat(ctx context.Context, path string) (fs.FileInfo, error)
-	// RemoveAll removes path and everything under it. A missing path is not
-	// an error.
+	// RemoveAll removes path and everything under it, without following
+	// symbolic links. A missing path is not an error.
 	RemoveAll(ctx context.Context, path string) error
 }
 

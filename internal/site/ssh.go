@@ -47,6 +47,9 @@ type SSHConfig struct {
 	// connection: commands plus one for SFTP. It must not exceed the
 	// server's MaxSessions. If zero, 10 (OpenSSH's default).
 	MaxSessions int
+	// ReadTimeout bounds one ReadAt: the command that reads the file is
+	// killed, and its session closed, when it passes. If zero, 30s.
+	ReadTimeout time.Duration
 	// MaxStdout is the most standard output Run keeps; a command that
 	// writes more is stopped with ErrOutputLimit. If zero, 64 MiB.
 	MaxStdout int
@@ -114,7 +117,7 @@ func (c *SSHConfig) setDefaults() error {
 		return errors.New("Auth: no method")
 	case c.HostKeyCallback == nil:
 		return errors.New("HostKeyCallback: missing: host keys must be pinned")
-	case c.DialTimeout < 0, c.KeepAliveInterval < 0, c.KeepAliveTimeout < 0, c.BackoffMin < 0, c.BackoffMax < 0:
+	case c.DialTimeout < 0, c.KeepAliveInterval < 0, c.KeepAliveTimeout < 0, c.ReadTimeout < 0, c.BackoffMin < 0, c.BackoffMax < 0:
 		return errors.New("durations must not be negative")
 	case c.MaxSessions == 1 || c.MaxSessions < 0:
 		return fmt.Errorf("MaxSessions: %d: want at least 2 (one for SFTP, one for commands)", c.MaxSessions)
@@ -130,6 +133,7 @@ func (c *SSHConfig) setDefaults() error {
 	setDuration(&c.DialTimeout, 20*time.Second)
 	setDuration(&c.KeepAliveInterval, 15*time.Second)
 	setDuration(&c.KeepAliveTimeout, 15*time.Second)
+	setDuration(&c.ReadTimeout, 30*time.Second)
 	setDuration(&c.BackoffMin, 500*time.Millisecond)
 	setDuration(&c.BackoffMax, time.Minute)
 	if c.BackoffMax < c.BackoffMin {

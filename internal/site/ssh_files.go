@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 
 	"github.com/pkg/sftp"
 )
@@ -106,91 +105,83 @@ func rename(cl *sftp.Client, oldname, newname string) error {
 	return cl.Rename(oldname, newname)
 }
 
-// ReadFile reads the whole file.
-func (s *SSH) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	var buf bytes.Buffer
-	err := s.fileOp(ctx, "read", p, func(cl *sftp.Client) error {
-		buf.Reset()
-		f, err := cl.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = f.WriteTo(&buf)
+// ReadAt reads up to n bytes of the regular file p from offset off: an
+// lstat over SFTP, which never opens p, refuses anything but a regular
+// file; then GNU dd on the site reads the bytes (ddArgs), as a command in a
+// session of its own, bounded by n and by ReadTimeout.
+//
+// The read is not made over SFTP, because OpenSSH's sftp-server answers one
+// request at a time and SFTP's open can ask for neither O_NOFOLLOW nor
+// O_NONBLOCK: a job that swaps its log for a named pipe after the lstat
+// would have the open wait for a writer, and with it every file operation
+// of the connection (keepalives still pass, so nothing would notice). A
+// separate SFTP session per read could be abandoned, but its sftp-server
+// would stay blocked in open, and sshd keeps the session, one of its
+// MaxSessions, until that process ends: a few such reads would use up the
+// connection. dd opens with O_NOFOLLOW|O_NONBLOCK, so a link swapped in is
+// refused and a pipe read returns at once; the command is killed and its
+// session closed when ReadTimeout passes, whatever it waits for.
+func (s *SSH) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte, error) {
+	if err := checkReadAt(off, n); err != nil {
+		return nil, fmt.Errorf("ssh read %s: %w", p, err)
+	}
+	var fi fs.FileInfo
+	err := s.fileOp(ctx, "read", p, func(cl *sftp.Client) (err error) {
+		fi, err = cl.Lstat(p)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
-}
-
-// ReadAt reads up to n bytes of p from offset off.
-func (s *SSH) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte, error) {
-	if err := checkReadAt(off, n); err != nil {
-		return nil, fmt.Errorf("sftp read %s: %w", p, err)
+	if err := CheckRegular(fi); err != nil {
+		return nil, fmt.Errorf("ssh read %s: %w", p, err)
 	}
-	var data []byte
-	err := s.fileOp(ctx, "read", p, func(cl *sftp.Client) error {
-		f, err := cl.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		data, err = readAt(f, off, n)
-		return err
-	})
-	return data, err
+	if n == 0 || off >= fi.Size() {
+		// Nothing to read yet: a followed log that has not grown costs one
+		// lstat and no command.
+		return nil, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.ReadTimeout)
+	defer cancel()
+	data, err := s.run(rctx, n, nil, ddArgs(p, off, n)...)
+	switch {
+	case err != nil && ctx.Err() == nil && rctx.Err() != nil:
+		return nil, fmt.Errorf("ssh read %s: no answer within %v", p, s.cfg.ReadTimeout)
+	case err != nil:
+		return nil, fmt.Errorf("ssh read %s: %w", p, ddError(err))
+	}
+	return data, nil
 }
 
-// Stat describes p.
+// Stat describes p itself, without following a symbolic link.
 func (s *SSH) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	err := s.fileOp(ctx, "stat", p, func(cl *sftp.Client) (err error) {
-		fi, err = cl.Stat(p)
+		fi, err = cl.Lstat(p)
 		return err
 	})
 	return fi, err
 }
 
-// RemoveAll removes p and everything under it.
+// RemoveAll removes p and everything under it with rm -rf on the site,
+// which follows no symbolic link. It is one command rather than a walk over
+// SFTP: the job can fill its directory with millions of entries, and
+// SFTP's readdir would hold every name of a directory in memory at once,
+// and then remove them one round trip at a time. rm -rf is idempotent, so
+// a command lost with its connection is run once more on a new one.
 func (s *SSH) RemoveAll(ctx context.Context, p string) error {
-	return s.fileOp(ctx, "remove", p, func(cl *sftp.Client) error {
-		if p == "/" {
-			return errors.New("refusing to remove /")
-		}
-		return removeAll(cl, p)
-	})
-}
-
-// removeAll removes p and what is under it, without following symbolic
-// links; what is already gone is not an error.
-func removeAll(cl *sftp.Client, p string) error {
-	fi, err := cl.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if err := checkPath(p); err != nil {
+		return fmt.Errorf("ssh remove: %w", err)
+	}
+	if p == "/" {
+		return errors.New("ssh remove /: refusing to remove /")
+	}
+	_, err := s.Run(ctx, nil, "rm", "-rf", "--", p)
+	if errors.Is(err, ErrConnLost) && ctx.Err() == nil {
+		_, err = s.Run(ctx, nil, "rm", "-rf", "--", p)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("ssh remove %s: %w", p, err)
 	}
-	if !fi.IsDir() {
-		return ignoreNotExist(cl.Remove(p))
-	}
-	entries, err := cl.ReadDir(p)
-	if err != nil {
-		return ignoreNotExist(err)
-	}
-	for _, e := range entries {
-		if err := removeAll(cl, path.Join(p, e.Name())); err != nil {
-			return err
-		}
-	}
-	return ignoreNotExist(cl.RemoveDirectory(p))
-}
-
-func ignoreNotExist(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+	return nil
 }

@@ -21,6 +21,11 @@ import (
 // since nothing ran. Cancelling ctx kills the command. stdin, if not nil,
 // must reach EOF for Run to return.
 func (s *SSH) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	return s.run(ctx, s.cfg.MaxStdout, stdin, args...)
+}
+
+// run is Run keeping at most limit bytes of standard output.
+func (s *SSH) run(ctx context.Context, limit int, stdin io.Reader, args ...string) ([]byte, error) {
 	if err := checkArgs(args); err != nil {
 		return nil, fmt.Errorf("ssh run: %w", err)
 	}
@@ -39,7 +44,7 @@ func (s *SSH) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte,
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stdout := &capture{limit: s.cfg.MaxStdout, onOver: func() { cancel(errStdoutLimit) }}
+	stdout := &capture{limit: limit, onOver: func() { cancel(errStdoutLimit) }}
 	stderr := &capture{limit: maxStderr}
 	if stdin != nil {
 		sess.Stdin = stdin

@@ -2,9 +2,14 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/site"
 )
 
 // resultFiles matches the names of log and exit files in a job directory:
@@ -15,6 +20,29 @@ const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log)`
 // jobName is the stem of the batch script's own exit file, job.exit.
 const jobName = "job"
 
+// exitGrep prints, for each exit file it is given, "<file>:<code>" for the
+// first line that is an exit code, and nothing for a file that holds none.
+// A job can write its exit files (it runs as the site account), so what it
+// leaves there must neither block the scan nor fail it for every pod:
+//
+//   - -D skip opens every file with O_NONBLOCK and skips, after an fstat,
+//     a named pipe or a device (find's -type f lists regular files, but one
+//     can be swapped in, or for a link to one, before grep opens it);
+//   - -x with a pattern of at most three digits prints at most a few bytes
+//     per file, however large the file;
+//   - grep's exit status 1 (no line matched) and 2 (a file vanished or could
+//     not be read) mean only that those files say nothing yet; the scan
+//     fails only if grep could not run at all.
+const exitGrep = `grep -D skip -s -H -m 1 -x -E '[0-9]{1,3}' -- "$@"; [ "$?" -le 2 ]`
+
+// maxExitFile is the size (in bytes) under which an exit file is read: an
+// exit code and its newline, with room to spare.
+const maxExitFile = "-64c"
+
+// scanTimeout bounds the exit-file scan, which the status poll of every pod
+// of the node waits for.
+const scanTimeout = 2 * time.Minute
+
 // scanCmd lists, in one command, the log files and the contents of the exit
 // files of the job directories named under root, as lines "<dir>/<c>.log"
 // and "<dir>/<c>.exit:<code>". It walks root itself, so that a directory
@@ -24,7 +52,8 @@ const jobName = "job"
 func scanCmd(root string, names []string) []string {
 	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race",
 		"(", "-path", root + "/*/*", "-type", "f", "-regextype", "posix-extended", "-regex", resultFiles,
-		"(", "-name", "*.exit", "-exec", "grep", "-H", "", "{}", "+", "-o", "-print", ")", ")",
+		"(", "-name", "*.exit", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-print", ")", ")",
 		"-o", "(", "-path", root + "/*", "!", "("}
 	for i, name := range names {
 		if i > 0 {
@@ -80,19 +109,48 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 // scan reads the results of the given job directories (all under
 // DataRoot) in one command. Directories that do not exist are not in the
 // result.
+//
+// A job can fill its directory with files named like logs, until the scan's
+// output passes the runner's limit, which would fail the scan, and the
+// status, of every pod of the node. Directories whose scan goes over the
+// limit are scanned again in halves, so that such a directory is found in
+// a few more commands, logged and left out of the result on its own: its
+// pod's status then comes from Slurm alone.
 func (c *Client) scan(ctx context.Context, dirs []string) (map[string]*dirFiles, error) {
 	if len(dirs) == 0 {
 		return nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, scanTimeout)
+	defer cancel()
+	files := make(map[string]*dirFiles, len(dirs))
+	if err := c.scanInto(ctx, dirs, files); err != nil {
+		return nil, fmt.Errorf("read exit files: %w", err)
+	}
+	return files, nil
+}
+
+// scanInto scans dirs into files, halving a scan whose output was too long.
+func (c *Client) scanInto(ctx context.Context, dirs []string, files map[string]*dirFiles) error {
 	names := make([]string, len(dirs))
 	for i, dir := range dirs {
 		names[i] = path.Base(dir)
 	}
 	out, err := c.Site.Run(ctx, nil, scanCmd(c.DataRoot, names)...)
-	if err != nil {
-		return nil, fmt.Errorf("read exit files: %w", err)
+	switch {
+	case errors.Is(err, site.ErrOutputLimit) && len(dirs) > 1:
+		half := len(dirs) / 2
+		if err := c.scanInto(ctx, dirs[:half], files); err != nil {
+			return err
+		}
+		return c.scanInto(ctx, dirs[half:], files)
+	case errors.Is(err, site.ErrOutputLimit):
+		c.logger().Warn("slurm: job directory too full to scan; its containers' results come from Slurm alone", "dir", dirs[0], "error", err)
+		return nil
+	case err != nil:
+		return err
 	}
-	return parseScan(out, c.DataRoot), nil
+	maps.Copy(files, parseScan(out, c.DataRoot))
+	return nil
 }
 
 // containers turns a directory's files into container results.

@@ -28,11 +28,15 @@ type fakeSite struct {
 	dirs  map[string]fs.FileMode
 	calls [][]string
 	reads []readCall
+	// readBytes is how many bytes of file content the fake has handed out.
+	readBytes int64
 
 	// handle answers a command other than find. If nil, commands fail.
 	handle func(args []string) ([]byte, error)
 }
 
+// fakeFile is a file; a mode with a type bit (fs.ModeNamedPipe,
+// fs.ModeSymlink) makes it a file no read may open, as a hostile job leaves.
 type fakeFile struct {
 	data []byte
 	mode fs.FileMode
@@ -103,7 +107,10 @@ func (f *fakeSite) Run(ctx context.Context, stdin io.Reader, args ...string) ([]
 	return handle(args)
 }
 
-// find answers scanCmd as GNU find would.
+// exitLine is the pattern of exitGrep.
+var exitLine = regexp.MustCompile(`^[0-9]{1,3}$`)
+
+// find answers scanCmd as GNU find and grep would.
 func (f *fakeSite) find(args []string) ([]byte, error) {
 	var names []string
 	for i := 0; i+1 < len(args); i++ {
@@ -132,15 +139,20 @@ func (f *fakeSite) find(args []string) ([]byte, error) {
 		}
 		sort.Strings(files)
 		for _, p := range files {
-			if strings.HasSuffix(p, ".exit") {
-				for _, line := range strings.SplitAfter(string(f.files[p].data), "\n") {
-					if line != "" {
-						fmt.Fprintf(&out, "%s:%s\n", p, strings.TrimSuffix(line, "\n"))
+			ff := f.files[p]
+			switch {
+			case !ff.mode.IsRegular(): // -type f
+			case strings.HasSuffix(p, ".exit") && len(ff.data) < 64: // -size -64c
+				for _, line := range strings.Split(string(ff.data), "\n") {
+					if exitLine.MatchString(line) { // grep -m 1 -x
+						fmt.Fprintf(&out, "%s:%s\n", p, line)
+						break
 					}
 				}
-				continue
+			case strings.HasSuffix(p, ".exit"):
+			default:
+				fmt.Fprintf(&out, "%s\n", p)
 			}
-			fmt.Fprintf(&out, "%s\n", p)
 		}
 	}
 	return out.Bytes(), nil
@@ -192,16 +204,16 @@ func (f *fakeSite) file(p string) (*fakeFile, bool) {
 	return ff, ok
 }
 
-func (f *fakeSite) ReadFile(ctx context.Context, p string) ([]byte, error) {
+// special puts a file of type typ (a named pipe, a symbolic link) at p, as
+// a hostile job does.
+func (f *fakeSite) special(p string, typ fs.FileMode) {
+	f.put(p, "")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ff, ok := f.files[p]
-	if !ok {
-		return nil, fmt.Errorf("read %s: %w", p, fs.ErrNotExist)
-	}
-	return slices.Clone(ff.data), nil
+	f.files[p].mode = typ | 0o600
 }
 
+// ReadAt reads as site.Runner says: a regular file only, at most n bytes.
 func (f *fakeSite) ReadAt(ctx context.Context, p string, off int64, n int) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -213,11 +225,32 @@ func (f *fakeSite) ReadAt(ctx context.Context, p string, off int64, n int) ([]by
 	if !ok {
 		return nil, fmt.Errorf("read %s: %w", p, fs.ErrNotExist)
 	}
+	if !ff.mode.IsRegular() {
+		return nil, fmt.Errorf("read %s: %w (%v)", p, site.ErrNotRegular, ff.mode.Type())
+	}
 	if off >= int64(len(ff.data)) {
 		return nil, nil
 	}
 	end := min(int64(len(ff.data)), off+int64(n))
+	f.readBytes += end - off
 	return slices.Clone(ff.data[off:end]), nil
+}
+
+// content is what a file holds, for tests to check.
+func (f *fakeSite) content(p string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ff, ok := f.files[p]; ok {
+		return string(ff.data)
+	}
+	return ""
+}
+
+// bytesRead is how many bytes of file content reads have returned.
+func (f *fakeSite) bytesRead() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readBytes
 }
 
 func (f *fakeSite) Stat(ctx context.Context, p string) (fs.FileInfo, error) {

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"path"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/site"
 )
 
 // LogOptions shape what Logs returns, as kubectl logs asks.
@@ -29,9 +31,14 @@ type LogOptions struct {
 
 // Reads of a log file.
 const (
-	logChunk = 256 << 10
+	// logChunk is how much one read of a log asks for.
+	logChunk = 1 << 20
 	// tailChunk is how much Tail reads at a time, backwards from the end.
 	tailChunk = 64 << 10
+	// maxTailScan is how far back from the end Tail looks for its lines: a
+	// log of a few huge lines gives the end of the last of them instead of
+	// a read of the whole file.
+	maxTailScan = 8 << 20
 	// maxLine is the longest line held back waiting for its newline.
 	maxLine = 1 << 20
 	// slurmCheck is how often a followed log asks Slurm whether its job
@@ -42,7 +49,9 @@ const (
 // Logs streams the output of a container of the job of ref. A container
 // that has not started (no log yet) is an error. Lines on disk carry their
 // time; it is removed unless opts.Timestamps. Closing the reader, or ending
-// ctx, stops the stream; for a followed log that is a clean end of file.
+// ctx, stops the stream; for a followed log that is a clean end of file. A
+// log that is not a regular file (the container may replace it with a named
+// pipe or a link) is refused with an error wrapping site.ErrNotRegular.
 func (c *Client) Logs(ctx context.Context, ref JobRef, container string, opts LogOptions) (io.ReadCloser, error) {
 	if err := c.checkRef(ref); err != nil {
 		return nil, err
@@ -52,8 +61,11 @@ func (c *Client) Logs(ctx context.Context, ref JobRef, container string, opts Lo
 	}
 	file := path.Join(ref.Dir, LogFile(container))
 	fi, err := c.Site.Stat(ctx, file)
+	if err == nil {
+		err = site.CheckRegular(fi)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("logs of container %s: %w", container, err)
+		return nil, fmt.Errorf("logs of container %s: %s: %w", container, LogFile(container), err)
 	}
 	var start int64
 	if opts.Tail >= 0 {
@@ -82,14 +94,15 @@ func (s *logStream) Close() error {
 }
 
 // tailStart is the offset of the n-th line from the end of a file of the
-// given size, found reading backwards in chunks. A last line without its
-// newline counts as a line.
+// given size, found reading backwards in chunks, at most maxTailScan bytes
+// back. A last line without its newline counts as a line.
 func (c *Client) tailStart(ctx context.Context, file string, size int64, n int) (int64, error) {
 	if n == 0 {
 		return size, nil
 	}
-	for hi := size; hi > 0; {
-		lo := max(0, hi-tailChunk)
+	floor := max(0, size-maxTailScan)
+	for hi := size; hi > floor; {
+		lo := max(floor, hi-tailChunk)
 		data, err := c.Site.ReadAt(ctx, file, lo, int(hi-lo))
 		if err != nil {
 			return 0, err
@@ -104,7 +117,7 @@ func (c *Client) tailStart(ctx context.Context, file string, size int64, n int) 
 		}
 		hi = lo
 	}
-	return 0, nil
+	return floor, nil
 }
 
 // logCopy copies one log file to w, line by line, as opts ask.

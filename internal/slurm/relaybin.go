@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"path"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/site"
 )
@@ -97,12 +98,16 @@ func (c *Client) placeRelay(ctx context.Context, binary []byte, sum [sha256.Size
 	}
 	fi, err := c.Site.Stat(ctx, file)
 	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		// A named pipe or a link in its place: never read (sha256sum would
+		// wait on a pipe), replaced below.
+		c.logger().Warn("slurm: replacing the relay on the site", "path", file, "mode", fi.Mode())
 	case err == nil:
 		got, err := c.siteSum(ctx, file)
 		if err != nil {
 			return "", err
 		}
-		if got == want && fi.Mode().IsRegular() && fi.Mode().Perm() == relayMode {
+		if got == want && fi.Mode().Perm() == relayMode {
 			c.logger().Info("slurm: relay already on the site", "path", file)
 			return file, nil
 		}
@@ -142,8 +147,15 @@ func (c *Client) privateDir(ctx context.Context, dir string) error {
 	return nil
 }
 
+// sumTimeout bounds sha256sum of the relay on the site.
+const sumTimeout = time.Minute
+
 // siteSum is the SHA-256 of file as the site's sha256sum computes it.
 func (c *Client) siteSum(ctx context.Context, file string) (string, error) {
+	// The job can write the file too: bound the wait, should it make it
+	// something that blocks a read.
+	ctx, cancel := context.WithTimeout(ctx, sumTimeout)
+	defer cancel()
 	out, err := c.Site.Run(ctx, nil, "sha256sum", file)
 	var ee *site.ExitError
 	switch {

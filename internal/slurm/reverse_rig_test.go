@@ -233,7 +233,7 @@ func TestRigReverseReachesRedisByName(t *testing.T) {
 		t.Errorf("socket directory %s is still there after the job: %s", dir, out)
 	}
 	if t.Failed() {
-		out, _ := e.c.Site.ReadFile(context.Background(), path.Join(ref.Dir, jobOut))
+		out, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
 		t.Logf("job.out:\n%s", out)
 	}
 }
@@ -248,7 +248,7 @@ func (e *rigEnv) failedJobOut(t *testing.T, ref JobRef) string {
 	if _, ok := st.Containers["client"]; ok {
 		t.Errorf("container client ran: %+v", st.Containers["client"])
 	}
-	out, err := e.c.Site.ReadFile(context.Background(), path.Join(ref.Dir, jobOut))
+	out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

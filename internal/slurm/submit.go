@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/site"
 )
 
 // Modes of what Submit writes.
@@ -127,15 +129,27 @@ func (c *Client) acctNamed(ctx context.Context, uid, dir string) (queueEntry, bo
 	return e, found, nil
 }
 
-// readID reads job.id; a missing one gives "". A malformed one is logged and
-// ignored: the job is then looked up by name.
+// maxIDFile is the most job.id may hold: a job ID (ten digits) and a
+// newline, with room to spare. The job can write job.id; more than this is
+// not sluice's, and is not read.
+const maxIDFile = 64
+
+// readID reads job.id; a missing one gives "". A malformed one (too long,
+// not a regular file, not a job ID) is logged and ignored: the job is then
+// looked up by name, and job.id written again.
 func (c *Client) readID(ctx context.Context, dir string) (JobID, error) {
-	data, err := c.Site.ReadFile(ctx, path.Join(dir, jobIDFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := c.Site.ReadAt(ctx, path.Join(dir, jobIDFile), 0, maxIDFile+1)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return "", nil
-	}
-	if err != nil {
+	case errors.Is(err, site.ErrNotRegular):
+		c.logger().Warn("slurm: ignoring malformed job.id", "dir", dir, "error", err)
+		return "", nil
+	case err != nil:
 		return "", fmt.Errorf("read %s: %w", jobIDFile, err)
+	case len(data) > maxIDFile:
+		c.logger().Warn("slurm: ignoring malformed job.id", "dir", dir, "error", fmt.Sprintf("more than %d bytes", maxIDFile))
+		return "", nil
 	}
 	id, err := ParseJobID(strings.TrimSpace(string(data)))
 	if err != nil {

@@ -164,8 +164,8 @@ func TestSubmitAdopts(t *testing.T) {
 					t.Errorf("%s ran %d times; want 1", q, f.count(q))
 				}
 			}
-			got, _ := f.ReadFile(context.Background(), dir+"/job.id")
-			if strings.TrimSpace(string(got)) != string(tt.want) {
+			got := f.content(dir + "/job.id")
+			if strings.TrimSpace(got) != string(tt.want) {
 				t.Errorf("job.id holds %q; want %s", got, tt.want)
 			}
 		})
