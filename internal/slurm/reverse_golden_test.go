@@ -129,7 +129,7 @@ func TestNewReverseJob(t *testing.T) {
 		{"socks only", map[string]string{annotations.ReverseSocksPort: "1080"}, &ReverseJob{
 			SocksPort: 1080, SocketDirRoot: "/tmp/s",
 		}},
-		{"bind alone asks for nothing", map[string]string{annotations.ReverseBind: "127.0.0.2"}, nil},
+		{"bind alone asks for nothing", map[string]string{annotations.ReverseBind: "127.1.0.2"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
