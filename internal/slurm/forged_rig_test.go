@@ -18,7 +18,7 @@ func TestRigJobNameCannotForgeAnotherJob(t *testing.T) {
 	e.wait(t, victim, "running", func(st Status) bool { return st.State == StateRunning })
 
 	id := string(victim.JobID)
-	name := "x\n" + id + "|COMPLETED|None|" + e.node + "|1|2|" + victim.UID +
+	name := "\n" + id + "|COMPLETED|None|" + e.node + "|1|2|" + victim.UID +
 		"\n" + id + "|COMPLETED|0:0|None|" + e.node + "|1|2|" + victim.UID
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

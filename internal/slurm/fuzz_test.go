@@ -21,7 +21,8 @@ func FuzzParseQueue(f *testing.F) {
 			if !anyJobID.MatchString(e.ID) || states[e.State] == (stateInfo{}) || e.State == StateUnknown {
 				t.Fatalf("parseQueue(%q) accepted %+v", out, e)
 			}
-			if strings.ContainsAny(e.ID+string(e.State)+e.Reason+e.Host, "|\n") || strings.Contains(e.Name, fuzzSep) {
+			if strings.Contains(e.ID+string(e.State)+e.Reason+e.Host+e.Name, fuzzSep) ||
+				strings.ContainsAny(e.ID+string(e.State)+e.Reason+e.Host, "\n") {
 				t.Fatalf("parseQueue(%q) let a separator into a field: %+v", out, e)
 			}
 			if h, err := parseBatchHost(e.Host); err == nil && h != "" && h[0] == '-' {
@@ -43,7 +44,8 @@ func FuzzParseAcct(f *testing.F) {
 			if !anyJobID.MatchString(e.ID) || e.State == StateUnknown || e.Exit.Code > 255 || e.Exit.Signal > 255 {
 				t.Fatalf("parseAcct(%q) accepted %+v", out, e)
 			}
-			if strings.Contains(e.Name, fuzzSep) || strings.ContainsAny(e.Reason+e.Host, "|\n") {
+			if strings.Contains(e.ID+string(e.State)+e.Reason+e.Host+e.Name, fuzzSep) ||
+				strings.ContainsAny(e.ID+string(e.State)+e.Reason+e.Host, "\n") {
 				t.Fatalf("parseAcct(%q) let a separator into a field: %+v", out, e)
 			}
 			if seen[e.ID] {

@@ -26,29 +26,36 @@ func newSeparator() string {
 }
 
 // splitRecords splits out into records of n fields: each field followed by
-// sep, each record by sep and a newline. A record with another number of
-// fields, and text after the last record, are reported in errs; the
-// records around them are returned all the same. Errors quote fields
-// joined by '|', never sep, so that the same fault reads the same in every
-// call.
+// sep, each record by a newline. Cut at sep, the output is the fields in
+// order, the first of every record but the first led by the newline that
+// ended the one before, and a last newline: as no field holds sep, no name
+// (whatever newlines it holds) can move a record's bounds. Output that does
+// not follow this is reported in errs, and the records read before it are
+// returned. Errors quote fields joined by '|', never sep, so that the same
+// fault reads the same in every call.
 func splitRecords(out []byte, sep string, n int) (records [][]string, errs []error) {
-	text := string(out)
-	for {
-		rec, rest, ok := strings.Cut(text, sep+"\n")
-		if !ok {
-			if strings.TrimSpace(text) != "" {
-				errs = append(errs, fmt.Errorf("unterminated record %q", strings.ReplaceAll(text, sep, "|")))
+	if len(out) == 0 {
+		return nil, nil
+	}
+	tokens := strings.Split(string(out), sep)
+	last := tokens[len(tokens)-1]
+	tokens = tokens[:len(tokens)-1]
+	for len(tokens) >= n {
+		f := tokens[:n:n]
+		tokens = tokens[n:]
+		if len(records) > 0 || len(errs) > 0 {
+			first, ok := strings.CutPrefix(f[0], "\n")
+			if !ok {
+				return records, append(errs, fmt.Errorf("record not on a line of its own: %q", strings.Join(f, "|")))
 			}
-			return records, errs
-		}
-		text = rest
-		f := strings.Split(rec, sep)
-		if len(f) != n {
-			errs = append(errs, fmt.Errorf("record of %d fields, not %d: %q", len(f), n, strings.Join(f, "|")))
-			continue
+			f[0] = first
 		}
 		records = append(records, f)
 	}
+	if len(tokens) > 0 || last != "\n" {
+		errs = append(errs, fmt.Errorf("unterminated record %q", strings.Join(append(tokens, last), "|")))
+	}
+	return records, errs
 }
 
 // dropRepeated leaves out every entry whose ID is listed more than once:

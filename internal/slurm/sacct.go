@@ -79,6 +79,10 @@ func parseAcct(out []byte, sep string) ([]acctEntry, error) {
 	}
 	var entries []acctEntry
 	for _, f := range records {
+		if strings.Contains(strings.Join(f[:len(f)-1], ""), "\n") { // only the name, last, may
+			errs = append(errs, fmt.Errorf("sacct: newline in a field of %q", strings.Join(f, "|")))
+			continue
+		}
 		e, err := parseAcctRecord(f)
 		if err != nil {
 			errs = append(errs, err)

@@ -86,6 +86,10 @@ func parseQueue(out []byte, sep string) ([]queueEntry, error) {
 	}
 	var entries []queueEntry
 	for _, f := range records {
+		if strings.Contains(strings.Join(f[:len(f)-1], ""), "\n") { // only the name, last, may
+			errs = append(errs, fmt.Errorf("squeue: newline in a field of %q", strings.Join(f, "|")))
+			continue
+		}
 		e, err := parseQueueRecord(f)
 		if err != nil {
 			errs = append(errs, err)

@@ -59,10 +59,12 @@ func TestParseQueueKeepsGoodRecords(t *testing.T) {
 	sep := newSeparator()
 	rec := func(f ...string) string { return strings.Join(f, sep) + sep + "\n" }
 	out := rec("1", "RUNNING", "None", "node1", "10", "NONE", "a") +
-		rec("2", "RUNNING", "None", "node1", "10", "NONE") + // a field short
+		rec("2", "Running", "None", "node1", "10", "NONE", "b") + // no state of Slurm's
 		rec("3", "PENDING", "Priority", "n/a", "N/A", "N/A", "c\nwith|newline") +
+		rec("\n", "\n", "\n", "\n", "\n", "\n", "\n") + // fields but the name hold no newline
 		rec("x4", "PENDING", "Priority", "n/a", "N/A", "N/A", "d") +
-		"5" + sep + "RUNNING" // cut short
+		rec("5", "PENDING", "Priority", "n/a", "N/A", "N/A", "\n") + // a name of a newline
+		"6" + sep + "RUNNING" // cut short
 	entries, err := parseQueue([]byte(out), sep)
 	if err == nil || strings.Contains(err.Error(), sep) {
 		t.Errorf("parseQueue: error %v; want one, without the separator", err)
@@ -71,7 +73,7 @@ func TestParseQueueKeepsGoodRecords(t *testing.T) {
 	for _, e := range entries {
 		ids = append(ids, e.ID+"="+e.Name)
 	}
-	if got, want := strings.Join(ids, ","), "1=a,3=c\nwith|newline"; got != want {
+	if got, want := strings.Join(ids, ","), "1=a,3=c\nwith|newline,5=\n"; got != want {
 		t.Errorf("parseQueue entries = %q; want %q", got, want)
 	}
 }
