@@ -57,3 +57,16 @@ func TestNodeNameIsALabelValue(t *testing.T) {
 		t.Errorf("Parse of a 64-character node name = %v; want an error naming NodeName", err)
 	}
 }
+
+// A reverse tunnel without a socket directory root would fail every job
+// that asks for one: refused at start-up.
+func TestReverseNeedsSocketDirRoot(t *testing.T) {
+	src := strings.Replace(minimal, "    User: alice\n", "    User: alice\n    Reverse:\n      Enabled: true\n", 1)
+	if _, err := Parse([]byte(src)); err == nil || !strings.Contains(err.Error(), "Network.SSH.Reverse.Enabled: needs Site.SocketDirRoot") {
+		t.Errorf("Parse = %v; want an error naming Network.SSH.Reverse.Enabled", err)
+	}
+	src = strings.Replace(src, "Site:\n", "Site:\n  SocketDirRoot: /tmp/sluice\n", 1)
+	if _, err := Parse([]byte(src)); err != nil {
+		t.Errorf("Parse with a SocketDirRoot: %v", err)
+	}
+}

@@ -108,6 +108,11 @@ func (c *Config) Validate() error {
 	if !imageRef.MatchString(h.TunnelImage) || len(h.TunnelImage) > 4096 {
 		bad("Network.SSH.TunnelImage", "must be an image reference such as %s, got %q", DefaultTunnelImage, h.TunnelImage)
 	}
+	if h.Reverse.Enabled && s.SocketDirRoot == "" {
+		// Every pod asking for a reverse tunnel would be taken, and its
+		// job would fail at start for want of a socket directory.
+		bad("Network.SSH.Reverse.Enabled", "needs Site.SocketDirRoot, where the pods' socket directories live")
+	}
 	oneOf(bad, "Network.SSH.Reverse.Sshd", h.Reverse.Sshd, "node", "userspace")
 	oneOf(bad, "Network.SSH.Reverse.NodeExec", h.Reverse.NodeExec, "ssh", "srun")
 	c.Node.validate(bad)
