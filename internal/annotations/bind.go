@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 )
@@ -79,6 +80,16 @@ func ParseBind(value, podUID string) (netip.Addr, error) {
 	return a, nil
 }
 
+// CheckRelayAddr reports an address a relay may not hold, by the rule
+// ParseBind and DeriveBind follow, for the job side to check the address it
+// is given by the same rule. A v4-mapped address counts as its IPv4 address.
+func CheckRelayAddr(a netip.Addr) error {
+	if rule := checkRelayAddr(a.Unmap()); rule != "" {
+		return fmt.Errorf("relay address %v %s", a, rule)
+	}
+	return nil
+}
+
 // checkRelayAddr checks an IPv4 address a relay may hold: a loopback
 // address outside nodeLocal, other than the broadcast address. It returns
 // the rule broken, or "". Every address DeriveBind gives passes.
@@ -88,7 +99,7 @@ func checkRelayAddr(a netip.Addr) string {
 	case !a.Is4() || !a.IsLoopback():
 		return "is not a loopback address: " + want
 	case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
-		return "is 127.0.0.1, which every user of the node shares: " + want
+		return "is 127.0.0.1, shared by every user of the node: " + want
 	case nodeLocal.Contains(a):
 		return "is in 127.0.0.0/16, which holds the node's own addresses (127.0.0.53 of systemd-resolved, 127.0.1.1 of the host name): " + want
 	case a == netip.AddrFrom4([4]byte{127, 255, 255, 255}):

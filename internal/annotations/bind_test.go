@@ -28,8 +28,8 @@ func TestParseBindAccepts(t *testing.T) {
 
 func TestParseBindRefuses(t *testing.T) {
 	tests := []struct{ value, rule string }{
-		{"127.0.0.1", `value "127.0.0.1" is 127.0.0.1, which every user of the node shares`},
-		{"::ffff:127.0.0.1", `value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares`},
+		{"127.0.0.1", `value "127.0.0.1" is 127.0.0.1, shared by every user of the node`},
+		{"::ffff:127.0.0.1", `value "::ffff:127.0.0.1" is 127.0.0.1, shared by every user of the node`},
 		{"::ffff:7f00:1", `value "::ffff:7f00:1" is 127.0.0.1`},
 		{"127.0.0.0", "is in 127.0.0.0/16"},
 		{"127.255.255.255", "is the broadcast address of 127.0.0.0/8"},
@@ -64,7 +64,7 @@ func TestParseBindRefuses(t *testing.T) {
 		}
 	}
 	_, err := ParseBind("::ffff:127.0.0.1", "uid-1")
-	want := `interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares: want an address in 127.1.0.0-127.255.255.254`
+	want := `interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, shared by every user of the node: want an address in 127.1.0.0-127.255.255.254`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v; want %s", err, want)
 	}

@@ -111,7 +111,7 @@ func TestParseRefuses(t *testing.T) {
 		{"socks malformed", map[string]string{ReverseForwards: "redis:6379", ReverseSocksPort: "yes"},
 			`interlink.eu/reverse-socks-port: value "yes": port must be a decimal number`, ReasonMalformed},
 		{"bad bind", map[string]string{ReverseForwards: "redis:6379", ReverseBind: "::ffff:127.0.0.1"},
-			`interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares: want an address in 127.1.0.0-127.255.255.254`, ReasonBadBind},
+			`interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, shared by every user of the node: want an address in 127.1.0.0-127.255.255.254`, ReasonBadBind},
 		{"bad bind alone", map[string]string{ReverseBind: "10.0.0.1"},
 			`interlink.eu/reverse-bind: value "10.0.0.1" is not a loopback address: want an address in 127.1.0.0-127.255.255.254`, ReasonBadBind},
 	}

@@ -135,12 +135,8 @@ func (r *ReverseJob) check(uid string) error {
 // checkForwards checks what the relay and the hosts copy take: the relay's
 // address and path, the ports and the names.
 func (r *ReverseJob) checkForwards() error {
-	a := r.Addr.Unmap()
-	switch {
-	case !a.Is4() || !a.IsLoopback():
-		return fmt.Errorf("reverse tunnel: relay address %v is not an IPv4 loopback address", r.Addr)
-	case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
-		return errors.New("reverse tunnel: relay address 127.0.0.1 is shared by every user of the node")
+	if err := annotations.CheckRelayAddr(r.Addr); err != nil {
+		return fmt.Errorf("reverse tunnel: %w", err)
 	}
 	seen := make(map[uint16]bool, len(r.Ports))
 	for _, p := range r.Ports {

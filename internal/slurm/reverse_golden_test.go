@@ -195,6 +195,7 @@ func TestReverseScriptRefuses(t *testing.T) {
 	}{
 		{"addr 127.0.0.1", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("127.0.0.1") }, "shared"},
 		{"mapped 127.0.0.1", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("::ffff:127.0.0.1") }, "shared"},
+		{"addr of the node's resolver", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("127.0.0.53") }, "127.0.0.0/16"},
 		{"addr not loopback", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("10.0.0.1") }, "loopback"},
 		{"addr ipv6", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("::1") }, "loopback"},
 		{"no addr", func(r *ReverseJob) { r.Addr = netip.Addr{} }, "loopback"},
