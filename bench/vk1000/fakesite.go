@@ -111,10 +111,14 @@ func (f *fakeSite) Run(ctx context.Context, _ io.Reader, args ...string) ([]byte
 	return nil, &site.ExitError{Args: args, Code: 127, Stderr: prog + ": command not found"}
 }
 
-// squeue answers `squeue --me -h -t all -o %i|%T|%r|%B|%S|%e|%j [--name=N | -j ID]`.
+// squeue answers `squeue --me -h -t all -o %i<S>%T<S>%r<S>%B<S>%S<S>%e<S>%j<S>
+// [--name=N | -j ID]`, S being the separator sluice chose for the call.
 func (f *fakeSite) squeue(rest []string) []byte {
-	var name, id string
+	var name, id, sep string
 	for i, a := range rest {
+		if a == "-o" && i+1 < len(rest) {
+			sep, _, _ = strings.Cut(strings.TrimPrefix(rest[i+1], "%i"), "%")
+		}
 		if n, ok := strings.CutPrefix(a, "--name="); ok {
 			name = n
 		}
@@ -135,7 +139,8 @@ func (f *fakeSite) squeue(rest []string) []byte {
 		if !j.end.IsZero() {
 			end = strconv.FormatInt(j.end.Unix(), 10)
 		}
-		fmt.Fprintf(&out, "%s|%s|None|%s|%d|%s|%s\n", j.id, j.state, f.host, j.start.Unix(), end, j.name)
+		fields := []string{j.id, j.state, "None", f.host, strconv.FormatInt(j.start.Unix(), 10), end, j.name}
+		fmt.Fprintf(&out, "%s%s\n", strings.Join(fields, sep), sep)
 	}
 	switch {
 	case id != "":

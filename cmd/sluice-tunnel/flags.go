@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 )
 
@@ -53,9 +54,9 @@ type config struct {
 	jobFile   string // the job's Slurm id, for srun
 }
 
-// maxSocketPath is the longest path of a unix socket (sun_path holds 108
-// bytes with the terminating NUL).
-const maxSocketPath = 107
+// maxSocketPath is the longest path of a unix socket: the limit the
+// configuration and the job check SocketDirRoot against.
+const maxSocketPath = sitepath.MaxSocketPath
 
 // parseArgs parses the flags of mode (modeForward or modeReverse) and checks
 // them. It returns flag.ErrHelp for -h and --help.
@@ -278,7 +279,7 @@ func checkSocketDir(dir string) error {
 		return errors.New("the root directory is not a socket directory")
 	case strings.IndexFunc(dir, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) >= 0:
 		return fmt.Errorf("%q holds a space or a control character", dir)
-	case len(dir)+len("/rev-65535.sock") > maxSocketPath:
+	case len(dir)+len("/"+sitepath.LongestSocketName) > maxSocketPath:
 		return fmt.Errorf("%q is too long: the socket paths in it would pass the %d-byte limit of unix sockets", dir, maxSocketPath)
 	}
 	return nil

@@ -10,14 +10,13 @@ import (
 
 func TestParseBindAccepts(t *testing.T) {
 	tests := []struct{ value, want string }{
-		{"127.0.0.2", "127.0.0.2"},
-		{"127.0.0.5", "127.0.0.5"},
+		{"127.1.0.0", "127.1.0.0"},
+		{"127.1.0.5", "127.1.0.5"},
 		{" 127.10.20.30\n", "127.10.20.30"},
 		{"127.255.255.254", "127.255.255.254"},
-		{"127.0.1.1", "127.0.1.1"},
-		{"::ffff:127.0.0.5", "127.0.0.5"},
+		{"::ffff:127.1.0.5", "127.1.0.5"},
 		{"::FFFF:127.1.2.3", "127.1.2.3"},
-		{"::ffff:7f00:5", "127.0.0.5"},
+		{"::ffff:7f01:5", "127.1.0.5"},
 	}
 	for _, tt := range tests {
 		got, err := ParseBind(tt.value, "uid-1")
@@ -29,11 +28,19 @@ func TestParseBindAccepts(t *testing.T) {
 
 func TestParseBindRefuses(t *testing.T) {
 	tests := []struct{ value, rule string }{
-		{"127.0.0.1", `value "127.0.0.1" is 127.0.0.1, which every user of the node shares`},
-		{"::ffff:127.0.0.1", `value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares`},
+		{"127.0.0.1", `value "127.0.0.1" is 127.0.0.1, shared by every user of the node`},
+		{"::ffff:127.0.0.1", `value "::ffff:127.0.0.1" is 127.0.0.1, shared by every user of the node`},
 		{"::ffff:7f00:1", `value "::ffff:7f00:1" is 127.0.0.1`},
-		{"127.0.0.0", "network or broadcast address"},
-		{"127.255.255.255", "network or broadcast address"},
+		{"127.0.0.0", "is in 127.0.0.0/16"},
+		{"127.255.255.255", "is the broadcast address of 127.0.0.0/8"},
+		// The node's own addresses, which DeriveBind avoids too.
+		{"127.0.0.53", `value "127.0.0.53" is in 127.0.0.0/16, which holds the node's own addresses`},
+		{"127.0.0.54", "is in 127.0.0.0/16"},
+		{"127.0.1.1", "is in 127.0.0.0/16"},
+		{"127.0.0.2", "is in 127.0.0.0/16"},
+		{"127.0.255.255", "is in 127.0.0.0/16"},
+		{"::ffff:127.0.0.53", "is in 127.0.0.0/16"},
+		{"::ffff:7f00:101", "is in 127.0.0.0/16"},
 		{"::1", `value "::1" is IPv6; the relay binds IPv4 only`},
 		{"fd00::1", "is IPv6"},
 		{"::127.0.0.5", "is IPv6"},
@@ -57,7 +64,7 @@ func TestParseBindRefuses(t *testing.T) {
 		}
 	}
 	_, err := ParseBind("::ffff:127.0.0.1", "uid-1")
-	want := `interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares: want another 127.x.y.z address`
+	want := `interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, shared by every user of the node: want an address in 127.1.0.0-127.255.255.254`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v; want %s", err, want)
 	}

@@ -52,7 +52,8 @@ func (f Forward) String() string {
 // checkName: RFC 1123, case-insensitive, at most 253 characters, no
 // trailing dot) or IP addresses, IPv6 in brackets: "[fd00::1]:443",
 // "8443:[::1]:443". Ports are decimal 1-65535 without sign or leading zeros.
-// No two entries may listen on the same port.
+// No two entries may listen on the same port, and there are at most
+// MaxForwards.
 //
 // Errors are *Refusal, naming the annotation, the entry and the rule.
 // podNamespace must be a DNS label when the value holds any entry; it
@@ -61,6 +62,9 @@ func ParseForwards(value, podNamespace string) ([]Forward, error) {
 	entries := splitEntries(value)
 	if len(entries) == 0 {
 		return nil, nil
+	}
+	if len(entries) > MaxForwards {
+		return nil, tooManyForwards(len(entries))
 	}
 	if errs := validation.IsDNS1123Label(podNamespace); len(errs) > 0 {
 		return nil, fmt.Errorf("parse %s: pod namespace %s is not a DNS label", ReverseForwards, quoted(podNamespace))

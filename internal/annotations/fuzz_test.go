@@ -34,6 +34,9 @@ func FuzzParseForwards(f *testing.F) {
 		if len(splitEntries(value)) > 0 && !dnsLabel.MatchString(ns) {
 			t.Fatalf("ParseForwards(%q, %q): accepted namespace %q", value, ns, ns)
 		}
+		if len(fs) > MaxForwards {
+			t.Fatalf("ParseForwards(%q): %d forwards; at most %d may be taken", value, len(fs), MaxForwards)
+		}
 		listen := map[int]bool{}
 		for _, fw := range fs {
 			checkForward(t, fw, ns)
@@ -62,6 +65,12 @@ func checkForwardsError(t *testing.T, value, ns string, err error) {
 		}
 		return
 	}
+	if r.Reason == ReasonTooManyForwards {
+		if n := len(splitEntries(value)); n <= MaxForwards || r.Entry != "" {
+			t.Fatalf("ParseForwards(%q): %d entries refused as too many: %+v", value, n, *r)
+		}
+		return
+	}
 	if r.Annotation != ReverseForwards || r.Entry == "" || r.Rule == "" || len(r.Entry) > maxQuoted+3 {
 		t.Fatalf("ParseForwards(%q): got refusal %+v; want one naming the annotation, the entry and the rule", value, *r)
 	}
@@ -78,8 +87,12 @@ func checkForward(t *testing.T, fw Forward, ns string) {
 	a, ipErr := netip.ParseAddr(fw.Host)
 	switch {
 	case ipErr == nil:
-		if a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
-			t.Fatalf("%+v: accepted address %v", fw, a)
+		// Only addresses a shadow can dial: unicast, no zone, so no IPv6
+		// link-local; v4-mapped ones judged as IPv4.
+		v4 := a.Unmap()
+		if a.Zone() != "" || v4.IsUnspecified() || v4.IsMulticast() || v4 == netip.AddrFrom4([4]byte{255, 255, 255, 255}) ||
+			v4.Is6() && v4.IsLinkLocalUnicast() || v4.Is4() && v4.As4()[0] == 0 {
+			t.Fatalf("%+v: accepted address %v, which no shadow can dial", fw, a)
 		}
 	case len(fw.Host) > 253 || !dnsName.MatchString(fw.Host):
 		t.Fatalf("%+v: host is neither an IP address nor a DNS name", fw)
@@ -117,12 +130,13 @@ func FuzzParseBind(f *testing.F) {
 			}
 			return
 		}
-		if !a.Is4() || !loopback.Contains(a) || forbidden[a] {
-			t.Fatalf("ParseBind(%q, %q): got %v; want an IPv4 loopback address other than 127.0.0.0, .1 and 127.255.255.255", value, uid, a)
+		// One rule for derived and chosen addresses: outside 127.0.0.0/16.
+		if !a.Is4() || !loopback.Contains(a) || forbidden[a] || a.As4()[1] == 0 {
+			t.Fatalf("ParseBind(%q, %q): got %v; want an IPv4 loopback address in 127.1.0.0-127.255.255.254", value, uid, a)
 		}
 		if strings.TrimSpace(value) == "" {
-			if b := a.As4(); b[1] == 0 {
-				t.Fatalf("DeriveBind(%q): got %v in 127.0.0.0/16", uid, a)
+			if again, err := ParseBind(a.String(), uid); err != nil || again != a {
+				t.Fatalf("DeriveBind(%q) gave %v, which ParseBind refuses: %v", uid, a, err)
 			}
 			if again, _ := DeriveBind(uid); again != a {
 				t.Fatalf("DeriveBind(%q): got %v then %v", uid, a, again)

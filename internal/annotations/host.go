@@ -64,15 +64,22 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 
 // checkIP checks an address the shadow can open a TCP connection to: a
 // unicast address without a zone (a zone names an interface of the machine
-// that wrote the annotation, and '%' has no place in a shell line).
+// that wrote the annotation, and '%' has no place in a shell line), so not
+// an IPv6 link-local one, which cannot be dialled without a zone, and not
+// in 0.0.0.0/8, which no host has. A v4-mapped address is checked as IPv4.
 func checkIP(a netip.Addr) string {
+	v4 := a.Unmap()
 	switch {
 	case a.Zone() != "":
 		return "IPv6 address must not have a zone"
-	case a.IsUnspecified():
+	case v4.IsUnspecified():
 		return "host must not be the unspecified address"
-	case a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+	case v4.IsMulticast() || v4 == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return "host must be a unicast address"
+	case v4.Is6() && v4.IsLinkLocalUnicast():
+		return "host must not be an IPv6 link-local address: it cannot be dialled without a zone"
+	case v4.Is4() && v4.As4()[0] == 0:
+		return "host must not be in 0.0.0.0/8, which no host has"
 	}
 	return ""
 }

@@ -10,7 +10,7 @@ import (
 // as a metric label.
 type Reason string
 
-// Reasons of a *Refusal. The first four come from Parse, the others from
+// Reasons of a *Refusal. The first five come from Parse, the others from
 // Check.
 const (
 	// ReasonMalformed: an entry or value does not follow the syntax.
@@ -19,9 +19,11 @@ const (
 	ReasonPortRepeats Reason = "ReversePortRepeats"
 	// ReasonSocksCollides: the SOCKS port is also a forward's listen port.
 	ReasonSocksCollides Reason = "ReverseSocksPortCollides"
-	// ReasonBadBind: reverse-bind is not a loopback address other than
-	// 127.0.0.1 after parsing.
+	// ReasonBadBind: reverse-bind is not, after parsing, a loopback address
+	// a relay may hold (127.1.0.0-127.255.255.254).
 	ReasonBadBind Reason = "ReverseBindInvalid"
+	// ReasonTooManyForwards: more than MaxForwards forwards.
+	ReasonTooManyForwards Reason = "ReverseTooManyForwards"
 
 	// ReasonNotEnabled: Network.SSH.Reverse.Enabled is off.
 	ReasonNotEnabled Reason = "ReverseNotEnabled"

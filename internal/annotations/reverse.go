@@ -5,6 +5,13 @@ import (
 	"strings"
 )
 
+// MaxForwards is the most forwards a pod may ask for. Each one is a
+// listener of the job's relay, a remote forward of the shadow's SSH session
+// and a socket on the node: a pod asking for thousands would hold as many
+// ports and sockets of a shared node, and of the site's sshd, for a job that
+// cannot use them all.
+const MaxForwards = 64
+
 // Reverse is everything a pod asks of the reverse tunnel (S5).
 type Reverse struct {
 	// Forwards are the endpoints, in the order the pod lists them; no two
@@ -25,7 +32,8 @@ type Reverse struct {
 // annotations are ignored.
 //
 // Errors about the annotations are *Refusal (ReasonMalformed,
-// ReasonPortRepeats, ReasonSocksCollides, ReasonBadBind); the site's rules
+// ReasonPortRepeats, ReasonSocksCollides, ReasonBadBind,
+// ReasonTooManyForwards); the site's rules
 // are Check's. podNamespace and podUID are the pod's; an empty podUID or a
 // podNamespace that is not a DNS label is the caller's mistake and gives a
 // plain error.
@@ -57,10 +65,13 @@ func Parse(annotations map[string]string, podNamespace, podUID string) (*Reverse
 	return r, nil
 }
 
-// validate checks what ties the annotations together: the listen ports are
-// distinct and the SOCKS port is none of them. Parse and Check both call it,
+// validate checks what ties the annotations together: at most MaxForwards
+// forwards, the listen ports distinct and the SOCKS port none of them. Parse and Check both call it,
 // so that a Reverse built by hand is held to these two rules.
 func (r *Reverse) validate() *Refusal {
+	if n := len(r.Forwards); n > MaxForwards {
+		return tooManyForwards(n)
+	}
 	seen := make(map[int]bool, len(r.Forwards))
 	for _, f := range r.Forwards {
 		if seen[f.ListenPort] {
@@ -73,4 +84,8 @@ func (r *Reverse) validate() *Refusal {
 			"port %d is also a listen port of %s", r.SocksPort, ReverseForwards)
 	}
 	return nil
+}
+
+func tooManyForwards(n int) *Refusal {
+	return refuse(ReasonTooManyForwards, ReverseForwards, "%d forwards; a pod may ask for at most %d", n, MaxForwards)
 }

@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 		{"no annotations", nil, nil},
 		{"unrelated", map[string]string{"slurm-job.vk.io/flags": "--qos=x", PodVPN: "true"}, nil},
 		{"empty forwards", map[string]string{ReverseForwards: " , "}, nil},
-		{"bind alone asks for nothing", map[string]string{ReverseBind: "127.0.0.9"}, nil},
+		{"bind alone asks for nothing", map[string]string{ReverseBind: "127.1.0.9"}, nil},
 		{"retired alone", map[string]string{RetiredReverseOwnerOnly: "false", RetiredReverseNodeExec: "srun"}, nil},
 		{"seed example", map[string]string{ReverseForwards: "minio:9000 redis:6379 kubernetes.default.svc.cluster.local:443"}, &Reverse{
 			Forwards: []Forward{
@@ -65,9 +65,9 @@ func TestParse(t *testing.T) {
 			},
 			Bind: derived,
 		}},
-		{"bind override", map[string]string{ReverseForwards: "redis:6379", ReverseBind: "::ffff:127.0.0.5"}, &Reverse{
+		{"bind override", map[string]string{ReverseForwards: "redis:6379", ReverseBind: "::ffff:127.1.0.5"}, &Reverse{
 			Forwards: []Forward{{ListenPort: 6379, Host: "redis", Port: 6379, Dial: "redis.team-a:6379"}},
-			Bind:     netip.MustParseAddr("127.0.0.5"),
+			Bind:     netip.MustParseAddr("127.1.0.5"),
 		}},
 		{"socks alone", map[string]string{ReverseSocksPort: "1080"}, &Reverse{Bind: derived, SocksPort: 1080}},
 		{"socks and forwards", map[string]string{ReverseForwards: "redis:6379", ReverseSocksPort: "1080"}, &Reverse{
@@ -111,9 +111,9 @@ func TestParseRefuses(t *testing.T) {
 		{"socks malformed", map[string]string{ReverseForwards: "redis:6379", ReverseSocksPort: "yes"},
 			`interlink.eu/reverse-socks-port: value "yes": port must be a decimal number`, ReasonMalformed},
 		{"bad bind", map[string]string{ReverseForwards: "redis:6379", ReverseBind: "::ffff:127.0.0.1"},
-			`interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, which every user of the node shares: want another 127.x.y.z address`, ReasonBadBind},
+			`interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, shared by every user of the node: want an address in 127.1.0.0-127.255.255.254`, ReasonBadBind},
 		{"bad bind alone", map[string]string{ReverseBind: "10.0.0.1"},
-			`interlink.eu/reverse-bind: value "10.0.0.1" is not a loopback address: want a 127.x.y.z address other than 127.0.0.1`, ReasonBadBind},
+			`interlink.eu/reverse-bind: value "10.0.0.1" is not a loopback address: want an address in 127.1.0.0-127.255.255.254`, ReasonBadBind},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestParseCallerMistakes(t *testing.T) {
 			t.Errorf("Parse(namespace %q, uid %q): got %+v, %v; want nil and a plain error", c.ns, c.uid, r, err)
 		}
 	}
-	if r, err := Parse(map[string]string{ReverseBind: "127.0.0.9"}, "", ""); r != nil || err != nil {
+	if r, err := Parse(map[string]string{ReverseBind: "127.1.0.9"}, "", ""); r != nil || err != nil {
 		t.Errorf("Parse of a bind alone without uid: got %+v, %v; want nil, nil", r, err)
 	}
 }

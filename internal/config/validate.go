@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
 
 var userName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
@@ -34,12 +36,25 @@ func (c *Config) Validate() error {
 
 	if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
 		bad("NodeName", "%s", strings.Join(msgs, "; "))
+	} else if msgs := validation.IsValidLabelValue(c.NodeName); len(msgs) > 0 {
+		// It is the node's kubernetes.io/hostname label and the shadows'
+		// sluice.io/node label.
+		bad("NodeName", "must be a label value (it labels the node and its shadows): %s", strings.Join(msgs, "; "))
 	}
 
 	s := c.Site
 	oneOf(bad, "Site.Access", string(s.Access), "ssh", "local")
-	absPath(bad, "Site.DataRoot", s.DataRoot, true)
-	absPath(bad, "Site.SocketDirRoot", s.SocketDirRoot, false)
+	// The rules the slurm package checks every job by, checked once here.
+	if s.DataRoot == "" {
+		bad("Site.DataRoot", "is required")
+	} else if err := sitepath.Check(s.DataRoot); err != nil {
+		bad("Site.DataRoot", "%v", err)
+	}
+	if s.SocketDirRoot != "" {
+		if err := sitepath.CheckSocketRoot(s.SocketDirRoot, ""); err != nil {
+			bad("Site.SocketDirRoot", "%v", err)
+		}
+	}
 	oneOf(bad, "Site.ContainerRuntime", s.ContainerRuntime, "apptainer", "singularity", "charliecloud", "none")
 	if s.PollInterval < 100*time.Millisecond {
 		bad("Site.PollInterval", "must be at least 100ms, got %s", s.PollInterval)
@@ -92,6 +107,11 @@ func (c *Config) Validate() error {
 	oneOf(bad, "Network.SSH.ForwardTarget", h.ForwardTarget, "node", "login")
 	if !imageRef.MatchString(h.TunnelImage) || len(h.TunnelImage) > 4096 {
 		bad("Network.SSH.TunnelImage", "must be an image reference such as %s, got %q", DefaultTunnelImage, h.TunnelImage)
+	}
+	if h.Reverse.Enabled && s.SocketDirRoot == "" {
+		// Every pod asking for a reverse tunnel would be taken, and its
+		// job would fail at start for want of a socket directory.
+		bad("Network.SSH.Reverse.Enabled", "needs Site.SocketDirRoot, where the pods' socket directories live")
 	}
 	oneOf(bad, "Network.SSH.Reverse.Sshd", h.Reverse.Sshd, "node", "userspace")
 	oneOf(bad, "Network.SSH.Reverse.NodeExec", h.Reverse.NodeExec, "ssh", "srun")

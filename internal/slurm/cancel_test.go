@@ -58,7 +58,7 @@ func (f *cancelFake) handle(args []string) ([]byte, error) {
 				state = "CANCELLED"
 			}
 		}
-		return fmt.Appendf(nil, "5|%s|None|node1|1|NONE|%s\n", state, f.uid), nil
+		return printSqueue(args, queueJobs(fmt.Sprintf("5|%s|None|node1|1|NONE|%s\n", state, f.uid)))
 	}
 	return nil, exitErr(args, 127, "not found")
 }

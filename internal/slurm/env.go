@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -63,7 +64,7 @@ func (b *podBuilder) env(c *corev1.Container, field string) (*containerEnv, erro
 	for i := range c.Env {
 		ev := &c.Env[i]
 		f := fmt.Sprintf("%s.env[%d]", field, i)
-		if err := checkEnvName(ev.Name); err != nil {
+		if err := checkAssignable(ev.Name); err != nil {
 			return nil, podErr(f+".name", "%v", err)
 		}
 		value, ok := env.expand(ev.Value), true
@@ -112,6 +113,9 @@ func (b *podBuilder) envFrom(env *containerEnv, from *corev1.EnvFromSource, fiel
 		name := from.Prefix + k
 		if checkEnvName(name) != nil {
 			continue
+		}
+		if err := checkAssignable(name); err != nil {
+			return podErr(field, "key %q: %v", k, err)
 		}
 		if strings.IndexByte(string(data[k]), 0) >= 0 {
 			return podErr(field, "the value of key %q holds a NUL byte", k)
@@ -168,4 +172,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// shellReserved are the names that bash, /bin/sh of the RHEL family and the
+// shell many images start with, keeps for itself. Assigning a read-only one
+// (UID, EUID, PPID, SHELLOPTS, BASHOPTS, BASH_VERSINFO), or a value that is
+// not a number to an integer one (SRANDOM, HISTCMD, OPTIND; dash refuses
+// OPTIND too), ends the shell that reads the env file, so the container
+// would never start; the others (GROUPS, RANDOM, SECONDS, …) are silently
+// dropped or replaced. A pod setting one is refused with the reason, rather
+// than run only where /bin/sh is not bash, or run without the value.
+var shellReserved = []string{
+	"UID", "EUID", "PPID", "SHELLOPTS", "BASHOPTS", "BASH_VERSINFO", "SRANDOM", "HISTCMD", "OPTIND",
+	"GROUPS", "FUNCNAME", "BASHPID", "BASH_ARGV0", "BASH_ARGV", "BASH_ARGC", "BASH_SUBSHELL", "BASH_LINENO",
+	"BASH_SOURCE", "BASH_ALIASES", "BASH_CMDS", "DIRSTACK", "LINENO", "RANDOM", "SECONDS", "EPOCHSECONDS",
+	"EPOCHREALTIME", "PIPESTATUS", "BASH_MONOSECONDS", "BASH_TRAPSIG",
+}
+
+// bash53Only are the reserved names that bash 5.3 added: older bash sets them.
+var bash53Only = map[string]bool{"BASH_MONOSECONDS": true, "BASH_TRAPSIG": true}
+
+// checkAssignable reports a name the batch script cannot pass on: not a
+// shell name, or one the shell keeps for itself (see shellReserved).
+func checkAssignable(name string) error {
+	if err := checkEnvName(name); err != nil {
+		return err
+	}
+	if slices.Contains(shellReserved, name) {
+		return fmt.Errorf("%s is bash's own variable (bash is /bin/sh on many nodes, and may be the image's shell): bash would refuse it and end the container, or drop its value", name)
+	}
+	return nil
 }

@@ -20,12 +20,13 @@ func envFilePath(container string) string { return "env/" + container }
 
 // formatEnvFile writes vars as the batch script reads them: one
 // NAME='value' assignment per variable, in order, values quoted for the
-// shell (a value may span lines). Names must be shell names, and values free
-// of NUL bytes, which no environment can hold.
+// shell (a value may span lines). Names must be shell names the shell lets a
+// script set (checkAssignable), and values free of NUL bytes, which no
+// environment can hold.
 func formatEnvFile(vars []envEntry) ([]byte, error) {
 	var b strings.Builder
 	for _, v := range vars {
-		if err := checkEnvName(v.Name); err != nil {
+		if err := checkAssignable(v.Name); err != nil {
 			return nil, err
 		}
 		if strings.IndexByte(v.Value, 0) >= 0 {

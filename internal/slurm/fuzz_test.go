@@ -10,32 +10,95 @@ import (
 // The seed corpora are in testdata/fuzz/<FuzzName>/. Each target checks
 // that a parser never panics and that what it accepts is what it promises.
 
-func FuzzParseQueueLine(f *testing.F) {
-	f.Fuzz(func(t *testing.T, line string) {
-		e, err := parseQueueLine(line)
-		if err != nil {
-			return
-		}
-		if !anyJobID.MatchString(e.ID) || states[e.State] == (stateInfo{}) || e.State == StateUnknown {
-			t.Fatalf("parseQueueLine(%q) accepted %+v", line, e)
-		}
-		if strings.ContainsAny(e.ID+string(e.State)+e.Reason+e.Host, "|\n") {
-			t.Fatalf("parseQueueLine(%q) let a separator into a field: %+v", line, e)
-		}
-		if h, err := parseBatchHost(e.Host); err == nil && h != "" && h[0] == '-' {
-			t.Fatalf("batch host %q starts with '-'", h)
+// fuzzSep is the separator the parser fuzz targets read records with.
+const fuzzSep = "|0123456789abcdef|"
+
+func FuzzParseQueue(f *testing.F) {
+	f.Fuzz(func(t *testing.T, out string) {
+		entries, _ := parseQueue([]byte(out), fuzzSep)
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if !anyJobID.MatchString(e.ID) || states[e.State] == (stateInfo{}) || e.State == StateUnknown {
+				t.Fatalf("parseQueue(%q) accepted %+v", out, e)
+			}
+			if strings.Contains(e.ID+string(e.State)+e.Reason+e.Host+e.Name, fuzzSep) ||
+				strings.ContainsAny(e.ID+string(e.State)+e.Reason+e.Host, "\n") {
+				t.Fatalf("parseQueue(%q) let a separator into a field: %+v", out, e)
+			}
+			if h, err := parseBatchHost(e.Host); err == nil && h != "" && h[0] == '-' {
+				t.Fatalf("batch host %q starts with '-'", h)
+			}
+			if seen[e.ID] {
+				t.Fatalf("parseQueue(%q) gave job %s twice", out, e.ID)
+			}
+			seen[e.ID] = true
 		}
 	})
 }
 
-func FuzzParseAcctLine(f *testing.F) {
-	f.Fuzz(func(t *testing.T, line string) {
-		e, err := parseAcctLine(line)
-		if err != nil {
-			return
+func FuzzParseAcct(f *testing.F) {
+	f.Fuzz(func(t *testing.T, out string) {
+		entries, _ := parseAcct([]byte(out), fuzzSep)
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if !anyJobID.MatchString(e.ID) || e.State == StateUnknown || e.Exit.Code > 255 || e.Exit.Signal > 255 {
+				t.Fatalf("parseAcct(%q) accepted %+v", out, e)
+			}
+			if strings.Contains(e.ID+string(e.State)+e.Reason+e.Host+e.Name, fuzzSep) ||
+				strings.ContainsAny(e.ID+string(e.State)+e.Reason+e.Host, "\n") {
+				t.Fatalf("parseAcct(%q) let a separator into a field: %+v", out, e)
+			}
+			if seen[e.ID] {
+				t.Fatalf("parseAcct(%q) gave job %s twice", out, e.ID)
+			}
+			seen[e.ID] = true
 		}
-		if !anyJobID.MatchString(e.ID) || e.State == StateUnknown || e.Exit.Code > 255 || e.Exit.Signal > 255 {
-			t.Fatalf("parseAcctLine(%q) accepted %+v", line, e)
+	})
+}
+
+// FuzzJobNames prints, as squeue and sacct would for sluice's command
+// lines, a pod's job and a job of the same account with any name: the pod's
+// job always reads as it is, and the other job keeps its own ID and state.
+func FuzzJobNames(f *testing.F) {
+	f.Add("x\n11|COMPLETED|None|node1|100|200|" + uidN(1))
+	f.Add("x\n11|COMPLETED|0:0|None|node1|100|200|" + uidN(1) + "\n")
+	f.Add("a|b\n\n|")
+	f.Fuzz(func(t *testing.T, name string) {
+		sep := newSeparator()
+		if strings.Contains(name, sep) {
+			t.Skip("the name holds the separator drawn after it was given")
+		}
+		pod := heldJob{ID: "11", State: "RUNNING", Reason: "None", Host: "node1", Start: "100", End: "NONE", Exit: "0:0", Name: uidN(1)}
+		other := heldJob{ID: "12", State: "PENDING", Reason: "Priority", Host: "n/a", Start: "N/A", End: "N/A", Exit: "0:0", Name: name}
+		for _, jobs := range [][]heldJob{{pod, other}, {other, pod}} {
+			out, err := printSqueue(squeueCmd(sep), jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := parseQueue(out, sep)
+			if err != nil || len(q) != 2 {
+				t.Fatalf("squeue %q: got %+v, %v; want both jobs", out, q, err)
+			}
+			for _, e := range q {
+				if want := map[string]State{"11": StateRunning, "12": StatePending}[e.ID]; e.State != want ||
+					e.ID == "11" && e.Name != uidN(1) || e.ID == "12" && e.Name != name {
+					t.Fatalf("squeue %q: got %+v", out, e)
+				}
+			}
+			out, err = printSacct(sacctCmd(sep), jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := parseAcct(out, sep)
+			if err != nil || len(a) != 2 {
+				t.Fatalf("sacct %q: got %+v, %v; want both jobs", out, a, err)
+			}
+			for _, e := range a {
+				if want := map[string]State{"11": StateRunning, "12": StatePending}[e.ID]; e.State != want ||
+					e.ID == "11" && e.Name != uidN(1) || e.ID == "12" && e.Name != name {
+					t.Fatalf("sacct %q: got %+v", out, e)
+				}
+			}
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
 
 // The checks below guard every value that reaches a file name, a shell word
@@ -16,10 +18,8 @@ var (
 	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	podUID       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 	shellName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	// safePath is the character set of a job directory: it is pasted into
-	// #SBATCH lines, where sbatch splits on spaces, quotes and '#', treats
-	// '%' as a pattern, and into apptainer binds, where ':' and ',' separate.
-	safePath = regexp.MustCompile(`^/[A-Za-z0-9._/@+=_-]*$`)
+	// safePath is the character set of a job directory (see sitepath).
+	safePath = sitepath.Chars
 )
 
 // reservedContainer is the container name whose files would be the job's own
@@ -61,8 +61,8 @@ func checkContainerName(s string) error {
 
 // checkJobDir checks the job directory handed to Script.
 func checkJobDir(dir string) error {
-	if !safePath.MatchString(dir) || path.Clean(dir) != dir || dir == "/" {
-		return fmt.Errorf("job directory %q must be a clean absolute path of letters, digits and ._/@+=_-", dir)
+	if err := sitepath.Check(dir); err != nil {
+		return fmt.Errorf("job directory %w", err)
 	}
 	return nil
 }

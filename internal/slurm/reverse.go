@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/relay"
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
 
 // ReverseJob is the job's side of a reverse tunnel (SPEC S5): forwards
@@ -71,13 +72,6 @@ type ReverseJob struct {
 // when ReverseJob.Timeout is zero.
 const DefaultReverseTimeout = 120 * time.Second
 
-// maxSocketPath is the longest path a unix socket may have on Linux
-// (sizeof(sun_path) - 1).
-const maxSocketPath = 107
-
-// longestSocketName is the longest name of a tunnel socket.
-var longestSocketName = relay.SocketName(65535)
-
 // NewReverseJob is the job side of the reverse tunnel a pod asks for: its
 // SOCKS port and, when it has forwards, its relay address and relayPath, the
 // listen ports of its forwards and the names to map (its forwards' hosts but
@@ -104,20 +98,15 @@ func NewReverseJob(r *annotations.Reverse, socketDirRoot, relayPath string) *Rev
 
 func isLocalhost(name string) bool { return strings.EqualFold(name, "localhost") }
 
-// CheckSocketDirRoot checks a site's SocketDirRoot: a clean absolute path of
-// letters, digits and ._/@+=_- (it reaches ssh -R, where ':' separates),
-// short enough that every socket of a pod with uid fits in a unix socket
-// address. An empty root passes: the job then fails at start, saying so.
+// CheckSocketDirRoot checks a site's SocketDirRoot for the pod uid by the
+// rule the configuration checks it by at start-up (sitepath.CheckSocketRoot).
+// An empty root passes: the job then fails at start, saying so.
 func CheckSocketDirRoot(root, uid string) error {
 	if root == "" {
 		return nil
 	}
-	if !safePath.MatchString(root) || path.Clean(root) != root || root == "/" {
-		return fmt.Errorf("socket directory root %q must be a clean absolute path of letters, digits and ._/@+=_-", root)
-	}
-	if n := len(root) + 1 + len(uid) + 1 + len(longestSocketName); n > maxSocketPath {
-		return fmt.Errorf("socket directory root %q is too long: the sockets of pod %s would have %d-byte paths, over the %d a unix socket allows",
-			root, uid, n, maxSocketPath)
+	if err := sitepath.CheckSocketRoot(root, uid); err != nil {
+		return fmt.Errorf("socket directory root %w", err)
 	}
 	return nil
 }
@@ -146,12 +135,8 @@ func (r *ReverseJob) check(uid string) error {
 // checkForwards checks what the relay and the hosts copy take: the relay's
 // address and path, the ports and the names.
 func (r *ReverseJob) checkForwards() error {
-	a := r.Addr.Unmap()
-	switch {
-	case !a.Is4() || !a.IsLoopback():
-		return fmt.Errorf("reverse tunnel: relay address %v is not an IPv4 loopback address", r.Addr)
-	case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
-		return errors.New("reverse tunnel: relay address 127.0.0.1 is shared by every user of the node")
+	if err := annotations.CheckRelayAddr(r.Addr); err != nil {
+		return fmt.Errorf("reverse tunnel: %w", err)
 	}
 	seen := make(map[uint16]bool, len(r.Ports))
 	for _, p := range r.Ports {

@@ -129,7 +129,7 @@ func TestNewReverseJob(t *testing.T) {
 		{"socks only", map[string]string{annotations.ReverseSocksPort: "1080"}, &ReverseJob{
 			SocksPort: 1080, SocketDirRoot: "/tmp/s",
 		}},
-		{"bind alone asks for nothing", map[string]string{annotations.ReverseBind: "127.0.0.2"}, nil},
+		{"bind alone asks for nothing", map[string]string{annotations.ReverseBind: "127.1.0.2"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +195,7 @@ func TestReverseScriptRefuses(t *testing.T) {
 	}{
 		{"addr 127.0.0.1", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("127.0.0.1") }, "shared"},
 		{"mapped 127.0.0.1", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("::ffff:127.0.0.1") }, "shared"},
+		{"addr of the node's resolver", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("127.0.0.53") }, "127.0.0.0/16"},
 		{"addr not loopback", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("10.0.0.1") }, "loopback"},
 		{"addr ipv6", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("::1") }, "loopback"},
 		{"no addr", func(r *ReverseJob) { r.Addr = netip.Addr{} }, "loopback"},

@@ -43,10 +43,11 @@ func (s *countingSite) Run(ctx context.Context, stdin io.Reader, args ...string)
 	if prog != "squeue" || err != nil || len(hide) == 0 {
 		return out, err
 	}
+	end := separatorOf(args) + "\n"
 	var kept []string
-	for _, line := range strings.SplitAfter(string(out), "\n") {
-		if id, _, _ := strings.Cut(line, "|"); !hide[id] {
-			kept = append(kept, line)
+	for _, rec := range strings.SplitAfter(string(out), end) {
+		if id, _, _ := strings.Cut(rec, "|"); !hide[id] {
+			kept = append(kept, rec)
 		}
 	}
 	return []byte(strings.Join(kept, "")), nil

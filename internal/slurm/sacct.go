@@ -8,22 +8,27 @@ import (
 	"time"
 )
 
-// acctFields are the sacct -o fields, the job name last: it is the one a
-// user fills freely, and -P separates fields with '|'.
+// acctFields are the sacct -o fields. sacct -p separates and ends them with
+// the separator of the call given as --delimiter (see splitRecords), so
+// that the job name, the one field a user fills freely, cannot pass for
+// another job's line.
 const acctFields = "JobID,State,ExitCode,Reason,NodeList,Start,End,JobName"
+
+// acctFieldCount is the number of acctFields.
+const acctFieldCount = 8
 
 // acctEpoch starts sacct's window when looking a job up by name (sacct
 // otherwise looks at today's jobs only).
 const acctEpoch = "2000-01-01T00:00:00"
 
-// sacctCmd is the sacct command line for job allocations (no steps), with
-// extra selection flags.
-func sacctCmd(extra ...string) []string {
-	args := append(append([]string{}, timeEnv...), "sacct", "-n", "-P", "-X", "-o", acctFields)
+// sacctCmd is the sacct command line for job allocations (no steps), in
+// records ended by sep, with extra selection flags.
+func sacctCmd(sep string, extra ...string) []string {
+	args := append(append([]string{}, timeEnv...), "sacct", "-n", "-p", "--delimiter="+sep, "-X", "-o", acctFields)
 	return append(args, extra...)
 }
 
-// acctEntry is one line of sacct output. Host is the first node of the
+// acctEntry is one record of sacct output. Host is the first node of the
 // job's node list, as Slurm printed it, and is validated before it is passed on.
 type acctEntry struct {
 	ID     string
@@ -36,15 +41,14 @@ type acctEntry struct {
 	Name   string
 }
 
-// parseAcctLine parses one line of sacct -n -P -o acctFields.
-func parseAcctLine(line string) (acctEntry, error) {
-	f := strings.SplitN(line, "|", 8)
-	if len(f) != 8 {
-		return acctEntry{}, fmt.Errorf("sacct: malformed line %q", line)
+// parseAcctRecord parses the fields of one sacct record.
+func parseAcctRecord(f []string) (acctEntry, error) {
+	if len(f) != acctFieldCount {
+		return acctEntry{}, fmt.Errorf("sacct: malformed record %q", strings.Join(f, "|"))
 	}
 	e := acctEntry{ID: f[0], Host: firstNode(f[4]), Name: f[7]}
 	if !anyJobID.MatchString(e.ID) {
-		return acctEntry{}, fmt.Errorf("sacct: malformed job id in %q", line)
+		return acctEntry{}, fmt.Errorf("sacct: malformed job id in %q", strings.Join(f, "|"))
 	}
 	var err error
 	if e.State, err = ParseState(f[1]); err != nil {
@@ -65,21 +69,30 @@ func parseAcctLine(line string) (acctEntry, error) {
 	return e, nil
 }
 
-// parseAcct parses sacct output. Malformed lines are left out and reported
-// together in err; the well-formed entries are returned all the same.
-func parseAcct(out []byte) ([]acctEntry, error) {
+// parseAcct parses sacct output in records ended by sep. Malformed records,
+// and every record of a job ID listed more than once, are left out and
+// reported together in err; the other entries are returned all the same.
+func parseAcct(out []byte, sep string) ([]acctEntry, error) {
+	records, errs := splitRecords(out, sep, acctFieldCount)
+	for i := range errs {
+		errs[i] = fmt.Errorf("sacct: %w", errs[i])
+	}
 	var entries []acctEntry
-	var errs []error
-	for _, line := range strings.Split(string(out), "\n") {
-		if line == "" {
+	for _, f := range records {
+		if strings.Contains(strings.Join(f[:len(f)-1], ""), "\n") { // only the name, last, may
+			errs = append(errs, fmt.Errorf("sacct: newline in a field of %q", strings.Join(f, "|")))
 			continue
 		}
-		e, err := parseAcctLine(line)
+		e, err := parseAcctRecord(f)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		entries = append(entries, e)
+	}
+	entries, repeated := dropRepeated(entries, func(e acctEntry) string { return e.ID })
+	for _, err := range repeated {
+		errs = append(errs, fmt.Errorf("sacct: %w", err))
 	}
 	return entries, errors.Join(errs...)
 }
@@ -91,7 +104,8 @@ func (c *Client) accounting(ctx context.Context, extra ...string) ([]acctEntry, 
 	if c.noAcct.Load() {
 		return nil, nil
 	}
-	out, err := c.Site.Run(ctx, nil, sacctCmd(extra...)...)
+	sep := newSeparator()
+	out, err := c.Site.Run(ctx, nil, sacctCmd(sep, extra...)...)
 	if err != nil {
 		if code, stderr := exitCode(err); code == 127 ||
 			code > 0 && strings.Contains(strings.ToLower(stderr), "accounting storage is disabled") {
@@ -102,7 +116,7 @@ func (c *Client) accounting(ctx context.Context, extra ...string) ([]acctEntry, 
 		}
 		return nil, fmt.Errorf("sacct: %w", err)
 	}
-	entries, err := parseAcct(out)
+	entries, err := parseAcct(out, sep)
 	if err != nil {
 		c.malformed("sacct", err)
 	}

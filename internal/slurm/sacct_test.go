@@ -2,11 +2,12 @@ package slurm
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
 
-func TestParseAcctLine(t *testing.T) {
+func TestParseAcctRecord(t *testing.T) {
 	tests := []struct {
 		line string
 		want acctEntry
@@ -39,9 +40,9 @@ func TestParseAcctLine(t *testing.T) {
 		{line: "", ok: false},
 	}
 	for _, tt := range tests {
-		got, err := parseAcctLine(tt.line)
+		got, err := parseAcctRecord(strings.SplitN(tt.line, "|", 8))
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("parseAcctLine(%q) = %+v, %v; want %+v, ok %v", tt.line, got, err, tt.want, tt.ok)
+			t.Errorf("parseAcctRecord(%q) = %+v, %v; want %+v, ok %v", tt.line, got, err, tt.want, tt.ok)
 		}
 	}
 }

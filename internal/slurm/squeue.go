@@ -10,23 +10,26 @@ import (
 	"time"
 )
 
-// queueFormat is the squeue -o format: job ID, state, reason, batch host,
-// start and end time, and last the job name, the one field a user fills
-// freely (it may hold the '|' that separates the others).
-const queueFormat = "%i|%T|%r|%B|%S|%e|%j"
+// queueFields are the squeue -o fields: job ID, state, reason, batch host,
+// start and end time, and the job name, the one field a user fills freely.
+// They are separated and ended by the separator of the call (see
+// splitRecords), so that no name can pass for another job's line.
+var queueFields = []string{"%i", "%T", "%r", "%B", "%S", "%e", "%j"}
 
 // timeEnv makes squeue and sacct print times as Unix seconds, whatever the
 // site's time zone.
 var timeEnv = []string{"env", "SLURM_TIME_FORMAT=%s"}
 
 // squeueCmd is the squeue command line for all jobs of the user, in any
-// state (finished ones stay for MinJobAge), with extra selection flags.
-func squeueCmd(extra ...string) []string {
-	args := append(append([]string{}, timeEnv...), "squeue", "--me", "-h", "-t", "all", "-o", queueFormat)
+// state (finished ones stay for MinJobAge), in records ended by sep, with
+// extra selection flags.
+func squeueCmd(sep string, extra ...string) []string {
+	format := strings.Join(queueFields, sep) + sep
+	args := append(append([]string{}, timeEnv...), "squeue", "--me", "-h", "-t", "all", "-o", format)
 	return append(args, extra...)
 }
 
-// queueEntry is one line of squeue output. Host is as Slurm printed it and
+// queueEntry is one record of squeue output. Host is as Slurm printed it and
 // is validated before it is passed on.
 type queueEntry struct {
 	ID     string
@@ -48,15 +51,14 @@ var (
 	reasonText = regexp.MustCompile(`^[A-Za-z0-9_ ,:.()\[\]*/=-]{0,256}$`)
 )
 
-// parseQueueLine parses one line of squeue -o queueFormat.
-func parseQueueLine(line string) (queueEntry, error) {
-	f := strings.SplitN(line, "|", 7)
-	if len(f) != 7 {
-		return queueEntry{}, fmt.Errorf("squeue: malformed line %q", line)
+// parseQueueRecord parses the fields of one squeue record.
+func parseQueueRecord(f []string) (queueEntry, error) {
+	if len(f) != len(queueFields) {
+		return queueEntry{}, fmt.Errorf("squeue: malformed record %q", strings.Join(f, "|"))
 	}
 	e := queueEntry{ID: f[0], Host: f[3], Name: f[6]}
 	if !anyJobID.MatchString(e.ID) {
-		return queueEntry{}, fmt.Errorf("squeue: malformed job id in %q", line)
+		return queueEntry{}, fmt.Errorf("squeue: malformed job id in %q", strings.Join(f, "|"))
 	}
 	var err error
 	if e.State, err = ParseState(f[1]); err != nil {
@@ -74,22 +76,30 @@ func parseQueueLine(line string) (queueEntry, error) {
 	return e, nil
 }
 
-// parseQueue parses squeue output. Malformed lines (a job of the user named
-// with a newline, say) are left out and reported together in err; the
-// well-formed entries are returned all the same.
-func parseQueue(out []byte) ([]queueEntry, error) {
+// parseQueue parses squeue output in records ended by sep. Malformed
+// records, and every record of a job ID listed more than once, are left out
+// and reported together in err; the other entries are returned all the same.
+func parseQueue(out []byte, sep string) ([]queueEntry, error) {
+	records, errs := splitRecords(out, sep, len(queueFields))
+	for i := range errs {
+		errs[i] = fmt.Errorf("squeue: %w", errs[i])
+	}
 	var entries []queueEntry
-	var errs []error
-	for _, line := range strings.Split(string(out), "\n") {
-		if line == "" {
+	for _, f := range records {
+		if strings.Contains(strings.Join(f[:len(f)-1], ""), "\n") { // only the name, last, may
+			errs = append(errs, fmt.Errorf("squeue: newline in a field of %q", strings.Join(f, "|")))
 			continue
 		}
-		e, err := parseQueueLine(line)
+		e, err := parseQueueRecord(f)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		entries = append(entries, e)
+	}
+	entries, repeated := dropRepeated(entries, func(e queueEntry) string { return e.ID })
+	for _, err := range repeated {
+		errs = append(errs, fmt.Errorf("squeue: %w", err))
 	}
 	return entries, errors.Join(errs...)
 }
@@ -122,14 +132,15 @@ func parseTime(s string) (time.Time, error) {
 	return time.Unix(sec, 0).UTC(), nil
 }
 
-// queue runs squeue once with extra selection flags. Malformed lines are
+// queue runs squeue once with extra selection flags. Malformed records are
 // left out (and logged, see malformed).
 func (c *Client) queue(ctx context.Context, extra ...string) ([]queueEntry, error) {
-	out, err := c.Site.Run(ctx, nil, squeueCmd(extra...)...)
+	sep := newSeparator()
+	out, err := c.Site.Run(ctx, nil, squeueCmd(sep, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("squeue: %w", err)
 	}
-	entries, err := parseQueue(out)
+	entries, err := parseQueue(out, sep)
 	if err != nil {
 		c.malformed("squeue", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func TestParseQueueLine(t *testing.T) {
+func TestParseQueueRecord(t *testing.T) {
 	uid := "0b5b0e4c-7f4e-4d3a-9b1e-2f1f0f6f3c11"
 	tests := []struct {
 		line string
@@ -48,26 +48,40 @@ func TestParseQueueLine(t *testing.T) {
 		{line: "-47|RUNNING|None|node1|1|2|n", ok: false},
 	}
 	for _, tt := range tests {
-		got, err := parseQueueLine(tt.line)
+		got, err := parseQueueRecord(strings.SplitN(tt.line, "|", 7))
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("parseQueueLine(%q) = %+v, %v; want %+v, ok %v", tt.line, got, err, tt.want, tt.ok)
+			t.Errorf("parseQueueRecord(%q) = %+v, %v; want %+v, ok %v", tt.line, got, err, tt.want, tt.ok)
 		}
 	}
 }
 
-func TestParseQueueKeepsGoodLines(t *testing.T) {
-	// Slurm takes a job name with a newline, which splits its line in two.
-	out := "1|RUNNING|None|node1|10|NONE|a\n2|RUNNING|None|node1|10|NONE|nl\nx\n3|PENDING|Priority|n/a|N/A|N/A|c\n"
-	entries, err := parseQueue([]byte(out))
-	if err == nil {
-		t.Errorf("parseQueue: got no error for the broken line; want one")
+func TestParseQueueKeepsGoodRecords(t *testing.T) {
+	sep := newSeparator()
+	rec := func(f ...string) string { return strings.Join(f, sep) + sep + "\n" }
+	out := rec("1", "RUNNING", "None", "node1", "10", "NONE", "a") +
+		rec("2", "Running", "None", "node1", "10", "NONE", "b") + // no state of Slurm's
+		rec("3", "PENDING", "Priority", "n/a", "N/A", "N/A", "c\nwith|newline") +
+		rec("\n", "\n", "\n", "\n", "\n", "\n", "\n") + // fields but the name hold no newline
+		rec("x4", "PENDING", "Priority", "n/a", "N/A", "N/A", "d") +
+		rec("5", "PENDING", "Priority", "n/a", "N/A", "N/A", "\n") + // a name of a newline
+		"6" + sep + "RUNNING" // cut short
+	entries, err := parseQueue([]byte(out), sep)
+	if err == nil || strings.Contains(err.Error(), sep) {
+		t.Errorf("parseQueue: error %v; want one, without the separator", err)
 	}
 	var ids []string
 	for _, e := range entries {
-		ids = append(ids, e.ID)
+		ids = append(ids, e.ID+"="+e.Name)
 	}
-	if got, want := strings.Join(ids, ","), "1,2,3"; got != want {
-		t.Errorf("parseQueue ids = %s; want %s", got, want)
+	if got, want := strings.Join(ids, ","), "1=a,3=c\nwith|newline,5=\n"; got != want {
+		t.Errorf("parseQueue entries = %q; want %q", got, want)
+	}
+}
+
+func TestSeparatorsDiffer(t *testing.T) {
+	a, b := newSeparator(), newSeparator()
+	if a == b || len(a) != 18 || strings.Trim(a, "|0123456789abcdef") != "" {
+		t.Errorf("separators %q, %q; want two different '|'-ended runs of 16 hex digits", a, b)
 	}
 }
 
@@ -136,19 +150,37 @@ func TestFirstNode(t *testing.T) {
 
 func TestMalformedOutputIsLoggedOnce(t *testing.T) {
 	c, f, log := newTestClient(t)
-	out := "1|RUNNING|None|node1|10|NONE|nl\nx\n"
-	f.handle = func([]string) ([]byte, error) { return []byte(out), nil }
+	bad := "x"
+	f.handle = func(args []string) ([]byte, error) {
+		sep := separatorOf(args)
+		return []byte("1" + sep + strings.Join([]string{"RUNNING", "None", "node1", "10", "NONE", "a"}, sep) + sep + "\n" +
+			bad + sep + "\n"), nil
+	}
 	for range 3 {
 		entries, err := c.queue(context.Background())
 		if err != nil || len(entries) != 1 {
 			t.Fatalf("queue = %v, %v; want one entry", entries, err)
 		}
 	}
-	out = "1|RUNNING|None|node1|10|NONE|nl\ny\n"
+	bad = "y"
 	if _, err := c.queue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := log.seen("slurm: skipping malformed lines"); got != 2 {
 		t.Errorf("logged malformed output %d times; want 2 (once per new kind)", got)
 	}
+}
+
+// separatorOf is the record separator of a squeue or sacct command line.
+func separatorOf(args []string) string {
+	for i, a := range args {
+		if d, ok := strings.CutPrefix(a, "--delimiter="); ok {
+			return d
+		}
+		if a == "-o" && i+1 < len(args) && strings.HasPrefix(args[i+1], "%i") {
+			sep, _, _ := strings.Cut(strings.TrimPrefix(args[i+1], "%i"), "%")
+			return sep
+		}
+	}
+	return ""
 }

@@ -47,12 +47,12 @@ func (s *slurmFake) handle(args []string) ([]byte, error) {
 	case "sbatch":
 		return []byte(s.sbatch), nil
 	case "squeue":
-		return []byte(s.squeue), nil
+		return printSqueue(args, queueJobs(s.squeue))
 	case "sacct":
 		if s.sacct == "disabled" {
 			return nil, exitErr(args, 1, "sacct: error: Slurm accounting storage is disabled")
 		}
-		return []byte(s.sacct), nil
+		return printSacct(args, acctJobs(s.sacct))
 	}
 	return nil, exitErr(args, 127, "not found")
 }

@@ -7,6 +7,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
 
 // Endpoint is one reverse forward: connections the job makes to ListenPort
@@ -36,9 +38,9 @@ func (e Endpoint) socket() string {
 	return "rev-" + strconv.Itoa(e.ListenPort) + ".sock"
 }
 
-// maxSocketPath is the longest path a unix socket can be bound on (Linux:
-// sun_path holds 108 bytes with the terminating NUL).
-const maxSocketPath = 107
+// maxSocketPath is the longest path a unix socket can be bound on: the
+// limit the configuration and the job check SocketDirRoot against.
+const maxSocketPath = sitepath.MaxSocketPath
 
 func (e Endpoint) check() error {
 	if e.ListenPort < 1 || e.ListenPort > 65535 {
