@@ -7,7 +7,8 @@
 // sock_diag, or /proc/net/tcp{,6} where netlink is not available) and passes
 // on only the job user's connections, to <dir>/rev-<port>.sock; others are
 // closed at once, as are connections while the tunnel is down. It stops when
-// the job's shell or the socket directory is gone, or its context ends.
+// the job's shell is gone or its context ends; a socket directory that goes
+// makes it refuse every connection, not give up its ports.
 package relay
 
 import (
@@ -21,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +54,7 @@ type Relay struct {
 	log       *slog.Logger
 	fails     failureLog
 	dir       *os.File // the socket directory, held open
+	dirGone   atomic.Bool
 	listeners []*net.TCPListener
 }
 
@@ -116,11 +119,13 @@ func (r *Relay) closeListeners() error {
 	return errors.Join(errs...)
 }
 
-// Serve writes the readiness file, then passes connections on until ctx ends,
-// the parent process is gone or the socket directory is removed or replaced.
-// It then closes the listeners and every open connection, removes the
-// readiness file and returns nil. It returns an error only when it cannot
-// start (the readiness file cannot be written).
+// Serve writes the readiness file, then passes connections on until ctx ends
+// or the parent process is gone. It then closes the listeners and every open
+// connection, removes the readiness file and returns nil. Once the socket
+// directory is removed or replaced it refuses every connection, logging it
+// once, but keeps its ports: the job's names still point at its address,
+// which another user could otherwise bind. It returns an error only when it
+// cannot start (the readiness file cannot be written).
 func (r *Relay) Serve(ctx context.Context) error {
 	defer r.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -134,7 +139,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	defer unix.Unlinkat(int(r.dir.Fd()), ReadyFile, 0)
 
 	var wg sync.WaitGroup
-	wg.Go(func() { cancel(watch(ctx, r.cfg, r.dir)) })
+	wg.Go(func() { cancel(watch(ctx, r.cfg, r.dir, r.loseDir)) })
 	for _, ln := range r.listeners {
 		wg.Go(func() { r.acceptLoop(ctx, ln) })
 	}
@@ -144,6 +149,14 @@ func (r *Relay) Serve(ctx context.Context) error {
 	r.closeListeners()
 	wg.Wait()
 	return nil
+}
+
+// loseDir makes the relay refuse every connection from now on, its socket
+// directory being gone; it keeps its ports.
+func (r *Relay) loseDir() {
+	r.dirGone.Store(true)
+	r.log.Warn("socket directory gone: every connection is refused until the job ends; the ports stay bound so that no other user can take them",
+		"dir", r.cfg.Dir, "addr", r.cfg.Addr.Unmap(), "ports", r.cfg.Ports)
 }
 
 // readyContent lists the bound addresses, one a line.
