@@ -188,9 +188,11 @@ func checkHostName(n string) error {
 
 // reverseData fills templates/reverse.sh.tmpl.
 type reverseData struct {
-	Root    string // may be empty: the script then fails at start
-	UID     string
-	Timeout int64 // seconds
+	// RootCheck defines sluice_root_check (relay.RootCheckScript).
+	RootCheck string
+	Root      string // may be empty: the script then fails at start
+	UID       string
+	Timeout   int64 // seconds
 	// The relay, for forwards; all empty for a SOCKS proxy only.
 	Relay   string
 	Addr    string
@@ -220,7 +222,8 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 		timeout = DefaultReverseTimeout
 	}
 	d := &reverseData{
-		Root: r.SocketDirRoot, UID: uid,
+		RootCheck: relay.RootCheckScript,
+		Root:      r.SocketDirRoot, UID: uid,
 		Timeout: int64((timeout + time.Second - 1) / time.Second),
 	}
 	if r.SocksPort != 0 {
