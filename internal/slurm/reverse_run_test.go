@@ -353,7 +353,7 @@ func TestReverseScriptFails(t *testing.T) {
 				testrig.Unavailable(t, "only root can give a directory to another user")
 			}
 			mkdir(t, s.root)
-			if err := os.Chmod(s.root, 0o1777); err != nil {
+			if err := os.Chmod(s.root, os.ModeSticky|0o777); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Chown(s.root, 65534, 65534); err != nil {
@@ -515,7 +515,8 @@ func TestReverseScriptFailsWhenTheRelayExits(t *testing.T) {
 	}
 }
 
-// relayPID finds the relay serving the socket directory dir.
+// relayPID finds the relay serving the socket directory dir (on the rig,
+// the node's processes are the host's).
 func relayPID(t *testing.T, dir string) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
@@ -532,7 +533,7 @@ func relayPID(t *testing.T, dir string) int {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if slices.Contains(args, "--dir") && slices.Contains(args, dir) && strings.HasSuffix(args[0], "sluice-relay") {
+		if i := slices.Index(args, "--dir"); i >= 0 && i+1 < len(args) && args[i+1] == dir {
 			return pid
 		}
 	}
