@@ -362,6 +362,9 @@ sluice_rev_stop() {
 	fi
 	if [ -n "${sluice_relay_pid:-}" ]; then
 		kill -s TERM "$sluice_relay_pid" 2>/dev/null
+		# Its output's copy ends with it and signals this shell, which
+		# must still be there to ignore it.
+		wait "$sluice_relay_copy"
 	fi
 	if [ -n "${sluice_rev_made:-}" ]; then
 		rm -rf -- "$sluice_rev_dir"
