@@ -13,13 +13,14 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,8 +131,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	defer r.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	ready := filepath.Join(r.cfg.Dir, ReadyFile)
-	if err := writeFileAtomic(ready, []byte(readyContent(r.Addrs()))); err != nil {
+	if err := writeFileAt(r.dir, ReadyFile, []byte(readyContent(r.Addrs()))); err != nil {
 		return fmt.Errorf("write readiness file: %w", err)
 	}
 	// Remove it from the directory held open, not by path: a directory
@@ -195,23 +195,31 @@ func (r *Relay) acceptLoop(ctx context.Context, ln *net.TCPListener) {
 	}
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it over path, so that readers see all of it or nothing.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+// writeFileAt writes data to the file name in the directory dir, held
+// open, through a temporary file renamed over it, so that readers see all of
+// it or nothing. It works on the directory itself, not on its path: the
+// relay writes nowhere but in the directory whose owner and mode it checked.
+func writeFileAt(dir *os.File, name string, data []byte) error {
+	dfd := int(dir.Fd())
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	tmp := f.Name()
+	tmp := "." + name + "." + hex.EncodeToString(b[:])
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
 	_, werr := f.Write(data)
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp)
+		unix.Unlinkat(dfd, tmp, 0)
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
+	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return fmt.Errorf("rename %s to %s: %w", tmp, name, err)
 	}
 	return nil
 }
