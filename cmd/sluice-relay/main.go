@@ -6,12 +6,14 @@
 //	sluice-relay --addr 127.4.5.6 --dir /tmp/sluice/<pod uid> --ports 9000,6379 --parent-pid $$ [--uid N]
 //
 // It binds every port before anything else and then writes
-// <dir>/rev-relay.ready. It stops when the parent process or the directory
-// is gone, or on SIGTERM or SIGINT. Messages go to standard error.
+// <dir>/rev-relay.ready. It stops when the parent process is gone, or on
+// SIGTERM or SIGINT. When the directory is gone (removed, renamed away or
+// replaced) it refuses every connection but keeps its ports until then, so
+// that no other user can take its address. Messages go to standard error.
 //
 // Exit status:
 //
-//	0  stopped: parent gone, directory gone, SIGTERM or SIGINT
+//	0  stopped: parent gone, SIGTERM or SIGINT
 //	1  failed: the socket directory is unusable or the readiness file cannot be written
 //	2  usage: a flag is missing or malformed
 //	3  a port is taken (the message names it); nothing was served
@@ -79,7 +81,10 @@ func usage() {
 Passes the connections of one user to each port on to DIR/rev-<port>.sock,
 after binding every port and writing DIR/rev-relay.ready.
 
-Exit status: 0 stopped (parent gone, directory gone, SIGTERM or SIGINT);
+Once DIR is gone every connection is refused; the ports stay bound until
+the parent is gone.
+
+Exit status: 0 stopped (parent gone, SIGTERM or SIGINT);
 1 failed (socket directory unusable, readiness file not written);
 2 usage; 3 a port is taken.
 

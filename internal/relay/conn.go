@@ -19,9 +19,19 @@ const tunnelDialTimeout = 5 * time.Second
 // handle checks the owner of an accepted connection and passes it on to the
 // tunnel's unix socket for its port, or closes it.
 func (r *Relay) handle(ctx context.Context, c *net.TCPConn, port uint16) {
+	if r.dirGone.Load() {
+		r.fails.record(dirGone, "port", port)
+		reset(c)
+		return
+	}
 	client := c.RemoteAddr().(*net.TCPAddr).AddrPort()
 	server := c.LocalAddr().(*net.TCPAddr).AddrPort()
 	uid, err := r.owners.Owner(client, server)
+	if errors.Is(err, ErrNotHeld) {
+		r.fails.record(notHeld, "port", port, "client", client, "error", err)
+		reset(c)
+		return
+	}
 	if err != nil {
 		r.fails.record(lookupFailed, "port", port, "client", client, "error", err)
 		reset(c)

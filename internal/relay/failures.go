@@ -11,6 +11,8 @@ type failureKind int
 const (
 	ownerRefused failureKind = iota // the client is not the job's user
 	lookupFailed                    // the client's owner could not be found
+	notHeld                         // the client's socket is closed by its process, or over
+	dirGone                         // the socket directory is gone: nothing is passed on
 	tunnelDown                      // the unix socket is missing, refuses or is not the job user's
 	acceptError                     // accept on a listener failed
 	copyError                       // copying a connection failed
@@ -20,6 +22,8 @@ const (
 var failureMessages = [numFailureKinds]string{
 	ownerRefused: "connection refused: not the job's user",
 	lookupFailed: "connection refused: owner lookup failed",
+	notHeld:      "connection refused: the client's socket is closed by its process or no longer established",
+	dirGone:      "connection refused: the socket directory is gone",
 	tunnelDown:   "connection closed: tunnel down",
 	acceptError:  "accept failed",
 	copyError:    "copy failed",

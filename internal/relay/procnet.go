@@ -48,6 +48,9 @@ func (p ProcNet) Owner(client, server netip.AddrPort) (uint32, error) {
 			return 0, err
 		}
 		if found {
+			if err := checkHeld(client, server, e.state, e.inode); err != nil {
+				return 0, fmt.Errorf("proc: %w", err)
+			}
 			return e.uid, nil
 		}
 	}
@@ -64,7 +67,7 @@ func scanProcNetFile(path string, client, server netip.AddrPort) (procEntry, boo
 	}
 	defer f.Close()
 	e, found, err := findProcNet(f, func(e procEntry) bool {
-		return ownedState(e.state) && sameAddrPort(e.local, client) && sameAddrPort(e.remote, server)
+		return fullSocket(e.state) && sameAddrPort(e.local, client) && sameAddrPort(e.remote, server)
 	})
 	if err != nil {
 		return procEntry{}, false, fmt.Errorf("proc: read %s: %w", path, err)

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -110,6 +111,48 @@ func TestProcNetOwnerFiles(t *testing.T) {
 		if tc.found != (err == nil) || uid != tc.uid {
 			t.Errorf("Owner(%s) = %d, %v; want %d, found %v", tc.client, uid, err, tc.uid, tc.found)
 		}
+	}
+}
+
+// TestProcNetOwnerNotHeld reads proc tables holding, for the asked address
+// pair, a socket closed by its process (an orphan: inode 0, uid 0) and
+// connections that are over: all are refused with ErrNotHeld, even with a
+// live socket of the same owner further down; a client that half-closed
+// its socket but holds it gives its owner.
+func TestProcNetOwnerNotHeld(t *testing.T) {
+	server := netip.MustParseAddrPort("127.4.5.6:6379")
+	client := netip.MustParseAddrPort("127.0.0.1:40000")
+	mapped := netip.MustParseAddrPort("[::ffff:127.0.0.1]:40000")
+	mappedServer := netip.MustParseAddrPort("[::ffff:127.4.5.6]:6379")
+	cases := []struct {
+		name      string
+		tcp, tcp6 []procEntry
+		uid       uint32
+		err       error // nil: the owner is uid
+	}{
+		{name: "orphan", tcp: []procEntry{{local: client, remote: server, state: tcpFinWait2}}, err: ErrNotHeld},
+		{name: "orphan in fin-wait-1", tcp: []procEntry{{local: client, remote: server, state: tcpFinWait1}}, err: ErrNotHeld},
+		{name: "v4-mapped orphan", tcp6: []procEntry{{local: mapped, remote: mappedServer, state: tcpFinWait2}}, err: ErrNotHeld},
+		{name: "close-wait", tcp: []procEntry{{local: client, remote: server, state: tcpCloseWait, uid: 1001, inode: 5}}, err: ErrNotHeld},
+		{name: "last-ack", tcp: []procEntry{{local: client, remote: server, state: tcpLastAck, uid: 1001, inode: 5}}, err: ErrNotHeld},
+		{name: "half-closed, held", tcp: []procEntry{{local: client, remote: server, state: tcpFinWait2, uid: 1001, inode: 5}}, uid: 1001},
+		// A time-wait socket of an earlier connection with the same pair
+		// is not the client's: the live one after it is.
+		{name: "time-wait then established", tcp: []procEntry{
+			{local: client, remote: server, state: 6},
+			{local: client, remote: server, state: tcpEstablished, uid: 1001, inode: 5},
+		}, uid: 1001},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeProcNet(t, root, "tcp", tc.tcp...)
+			writeProcNet(t, root, "tcp6", tc.tcp6...)
+			uid, err := ProcNet{Root: root}.Owner(client, server)
+			if tc.err == nil && (err != nil || uid != tc.uid) || tc.err != nil && !errors.Is(err, tc.err) {
+				t.Errorf("got uid %d, %v; want %d, %v", uid, err, tc.uid, tc.err)
+			}
+		})
 	}
 }
 

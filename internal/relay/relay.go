@@ -7,20 +7,23 @@
 // sock_diag, or /proc/net/tcp{,6} where netlink is not available) and passes
 // on only the job user's connections, to <dir>/rev-<port>.sock; others are
 // closed at once, as are connections while the tunnel is down. It stops when
-// the job's shell or the socket directory is gone, or its context ends.
+// the job's shell is gone or its context ends; a socket directory that goes
+// makes it refuse every connection, not give up its ports.
 package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +55,7 @@ type Relay struct {
 	log       *slog.Logger
 	fails     failureLog
 	dir       *os.File // the socket directory, held open
+	dirGone   atomic.Bool
 	listeners []*net.TCPListener
 }
 
@@ -116,17 +120,18 @@ func (r *Relay) closeListeners() error {
 	return errors.Join(errs...)
 }
 
-// Serve writes the readiness file, then passes connections on until ctx ends,
-// the parent process is gone or the socket directory is removed or replaced.
-// It then closes the listeners and every open connection, removes the
-// readiness file and returns nil. It returns an error only when it cannot
-// start (the readiness file cannot be written).
+// Serve writes the readiness file, then passes connections on until ctx ends
+// or the parent process is gone. It then closes the listeners and every open
+// connection, removes the readiness file and returns nil. Once the socket
+// directory is removed or replaced it refuses every connection, logging it
+// once, but keeps its ports: the job's names still point at its address,
+// which another user could otherwise bind. It returns an error only when it
+// cannot start (the readiness file cannot be written).
 func (r *Relay) Serve(ctx context.Context) error {
 	defer r.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	ready := filepath.Join(r.cfg.Dir, ReadyFile)
-	if err := writeFileAtomic(ready, []byte(readyContent(r.Addrs()))); err != nil {
+	if err := writeFileAt(r.dir, ReadyFile, []byte(readyContent(r.Addrs()))); err != nil {
 		return fmt.Errorf("write readiness file: %w", err)
 	}
 	// Remove it from the directory held open, not by path: a directory
@@ -134,7 +139,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	defer unix.Unlinkat(int(r.dir.Fd()), ReadyFile, 0)
 
 	var wg sync.WaitGroup
-	wg.Go(func() { cancel(watch(ctx, r.cfg, r.dir)) })
+	wg.Go(func() { cancel(watch(ctx, r.cfg, r.dir, r.loseDir)) })
 	for _, ln := range r.listeners {
 		wg.Go(func() { r.acceptLoop(ctx, ln) })
 	}
@@ -144,6 +149,14 @@ func (r *Relay) Serve(ctx context.Context) error {
 	r.closeListeners()
 	wg.Wait()
 	return nil
+}
+
+// loseDir makes the relay refuse every connection from now on, its socket
+// directory being gone; it keeps its ports.
+func (r *Relay) loseDir() {
+	r.dirGone.Store(true)
+	r.log.Warn("socket directory gone: every connection is refused until the job ends; the ports stay bound so that no other user can take them",
+		"dir", r.cfg.Dir, "addr", r.cfg.Addr.Unmap(), "ports", r.cfg.Ports)
 }
 
 // readyContent lists the bound addresses, one a line.
@@ -182,23 +195,31 @@ func (r *Relay) acceptLoop(ctx context.Context, ln *net.TCPListener) {
 	}
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it over path, so that readers see all of it or nothing.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+// writeFileAt writes data to the file name in the directory dir, held
+// open, through a temporary file renamed over it, so that readers see all of
+// it or nothing. It works on the directory itself, not on its path: the
+// relay writes nowhere but in the directory whose owner and mode it checked.
+func writeFileAt(dir *os.File, name string, data []byte) error {
+	dfd := int(dir.Fd())
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	tmp := f.Name()
+	tmp := "." + name + "." + hex.EncodeToString(b[:])
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
 	_, werr := f.Write(data)
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp)
+		unix.Unlinkat(dfd, tmp, 0)
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
+	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return fmt.Errorf("rename %s to %s: %w", tmp, name, err)
 	}
 	return nil
 }

@@ -216,34 +216,6 @@ func TestRelayStops(t *testing.T) {
 		defer sleep.Wait()
 		checkStopped(t, s, "parent process is gone")
 	})
-	t.Run("directory removed", func(t *testing.T) {
-		s := startSetup(t, 1, false, "--parent-pid", strconv.Itoa(os.Getpid()))
-		if err := os.RemoveAll(s.dir); err != nil {
-			t.Fatal(err)
-		}
-		checkStopped(t, s, "socket directory is gone")
-	})
-	t.Run("directory recreated", func(t *testing.T) {
-		s := startSetup(t, 1, false)
-		if err := os.RemoveAll(s.dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(s.dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(s.dir, int(s.users.alice.uid), int(s.users.alice.gid)); err != nil {
-			t.Fatal(err)
-		}
-		// As if the requeued job's relay were already up in the new one.
-		newReady := filepath.Join(s.dir, ReadyFile)
-		if err := os.WriteFile(newReady, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		checkStopped(t, s, "socket directory is gone")
-		if _, err := os.Stat(newReady); err != nil {
-			t.Errorf("the old relay removed the new directory's %s: %v", ReadyFile, err)
-		}
-	})
 	t.Run("SIGTERM", func(t *testing.T) {
 		s := startSetup(t, 1, false)
 		s.proc.cmd.Process.Signal(syscall.SIGTERM)
@@ -252,6 +224,104 @@ func TestRelayStops(t *testing.T) {
 			t.Errorf("%s after SIGTERM: got %v; want it removed", ReadyFile, err)
 		}
 	})
+}
+
+// TestRelayKeepsPortsWithoutDir takes the socket directory away from a
+// running relay in each way it can go: removed, renamed away (as the owner
+// of a shared root could do, to bind the relay's address itself and receive
+// the job's connections), replaced by a new one. The relay must keep its
+// port, refuse every connection (logged once), and let the port go only
+// when the job's shell is gone.
+func TestRelayKeepsPortsWithoutDir(t *testing.T) {
+	ways := []struct {
+		name string
+		take func(t *testing.T, s *relaySetup)
+	}{
+		{"removed", func(t *testing.T, s *relaySetup) {
+			if err := os.RemoveAll(s.dir); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"renamed away", func(t *testing.T, s *relaySetup) {
+			if err := os.Rename(s.dir, s.dir+".away"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaced", func(t *testing.T, s *relaySetup) {
+			if err := os.Rename(s.dir, s.dir+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(s.dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(s.dir, int(s.users.alice.uid), int(s.users.alice.gid)); err != nil {
+				t.Fatal(err)
+			}
+			// A new relay's readiness file, and the tunnel's socket
+			// in the new directory: neither is the old relay's.
+			if err := os.WriteFile(filepath.Join(s.dir, ReadyFile), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			startEcho(t, s.users.alice, filepath.Join(s.dir, SocketName(s.ports[0])))
+		}},
+	}
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			shell := exec.Command("sleep", "600")
+			if err := shell.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer shell.Wait()
+			defer shell.Process.Kill()
+			s := startSetup(t, 1, true, "--parent-pid", strconv.Itoa(shell.Process.Pid))
+			alice := s.users.alice.uid
+			if got, err := echoThrough(alice, s.server(0), false, "before\n"); got != "before\n" {
+				t.Fatalf("before: got %q, %v; want the echo", got, err)
+			}
+			w.take(t, s)
+			waitLog(t, s.proc, "socket directory gone")
+			for i := range 3 {
+				if got, err := echoThrough(alice, s.server(0), false, "after\n"); got != "" {
+					t.Errorf("connection %d after: got %q, %v; want it refused", i, got, err)
+				}
+			}
+			if ln, err := net.Listen("tcp4", s.server(0).String()); err == nil {
+				ln.Close()
+				t.Fatalf("port %v free while the job runs: another user could take it", s.server(0))
+			}
+			select {
+			case <-s.proc.done:
+				t.Fatalf("relay exited while the job runs: %v", s.proc.err)
+			default:
+			}
+			if w.name == "replaced" {
+				if _, err := os.Stat(filepath.Join(s.dir, ReadyFile)); err != nil {
+					t.Errorf("the old relay touched the new directory's %s: %v", ReadyFile, err)
+				}
+			}
+			shell.Process.Kill()
+			checkStopped(t, s, "parent process is gone")
+			log := s.proc.log(t)
+			if n := countLines(log, "socket directory gone"); n != 1 {
+				t.Errorf("directory-gone lines: got %d; want 1\n%s", n, log)
+			}
+			if n := countLines(log, failureMessages[dirGone]); n != 1 {
+				t.Errorf("refusals logged: got %d; want 1 (the first of 3)\n%s", n, log)
+			}
+		})
+	}
+}
+
+// waitLog waits up to 10s for the relay to log a line containing sub.
+func waitLog(t *testing.T, p *relayProc, sub string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.log(t), sub) {
+		if time.Now().After(deadline) {
+			t.Fatalf("relay did not log %q within 10s:\n%s", sub, p.log(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func checkStopped(t *testing.T, s *relaySetup, reason string) {

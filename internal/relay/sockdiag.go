@@ -30,21 +30,33 @@ func (SockDiag) Owner(client, server netip.AddrPort) (uint32, error) {
 	var err error
 	for _, fam := range families {
 		var m diagMsg
-		m, err = diagQuery(fam, client, server)
-		if err != nil {
+		if m, err = diagQuery(fam, client, server); err != nil {
 			continue
 		}
-		if !sameAddrPort(m.local, client) || !sameAddrPort(m.remote, server) {
-			err = fmt.Errorf("sock_diag: answer %v->%v does not match %v->%v", m.local, m.remote, client, server)
-			continue
+		var uid uint32
+		uid, err = diagOwner(m, client, server)
+		if err == nil || errors.Is(err, ErrNotHeld) {
+			return uid, err
 		}
-		if !ownedState(m.state) {
-			err = fmt.Errorf("sock_diag: socket %v->%v in tcp state %d: %w", client, server, m.state, ErrNoSocket)
-			continue
-		}
-		return m.uid, nil
 	}
 	return 0, err
+}
+
+// diagOwner is the owner of the client socket in the answer m to a lookup
+// of client->server: an answer for another pair, or for a socket that is
+// not a client's, is an error wrapping ErrNoSocket; one for a socket no
+// longer held or established (checkHeld), an error wrapping ErrNotHeld.
+func diagOwner(m diagMsg, client, server netip.AddrPort) (uint32, error) {
+	if !sameAddrPort(m.local, client) || !sameAddrPort(m.remote, server) {
+		return 0, fmt.Errorf("sock_diag: answer %v->%v does not match %v->%v: %w", m.local, m.remote, client, server, ErrNoSocket)
+	}
+	if !fullSocket(m.state) {
+		return 0, fmt.Errorf("sock_diag: socket %v->%v in tcp state %d: %w", client, server, m.state, ErrNoSocket)
+	}
+	if err := checkHeld(client, server, m.state, uint64(m.inode)); err != nil {
+		return 0, fmt.Errorf("sock_diag: %w", err)
+	}
+	return m.uid, nil
 }
 
 // probeListener checks that the kernel answers an exact lookup for the

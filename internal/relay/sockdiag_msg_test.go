@@ -166,3 +166,52 @@ func FuzzParseDiagResponse(f *testing.F) {
 		}
 	})
 }
+
+// TestDiagOwner reads answers as the kernel gives them for each kind of
+// client socket: only a socket its process holds, established or
+// half-closed by the client, gives its owner. An orphan (closed by its
+// process: inode 0, reported as uid 0) and a connection that is over are
+// refused with ErrNotHeld; an answer for another pair or a socket that is
+// not a client's, with ErrNoSocket.
+func TestDiagOwner(t *testing.T) {
+	client := netip.MustParseAddrPort("127.0.0.1:50000")
+	server := netip.MustParseAddrPort("127.4.5.6:6379")
+	msg := func(state uint8, uid, inode uint32) diagMsg {
+		return diagMsg{family: unix.AF_INET, state: state, uid: uid, inode: inode, local: client, remote: server}
+	}
+	cases := []struct {
+		name string
+		m    diagMsg
+		uid  uint32
+		err  error // nil: the owner is uid
+	}{
+		{"established", msg(tcpEstablished, 1001, 42), 1001, nil},
+		{"established as root", msg(tcpEstablished, 0, 42), 0, nil},
+		{"half-closed by the client", msg(tcpFinWait2, 1001, 42), 1001, nil},
+		{"half-closing", msg(tcpFinWait1, 1001, 42), 1001, nil},
+		{"orphan in fin-wait-2", msg(tcpFinWait2, 0, 0), 0, ErrNotHeld},
+		{"orphan in fin-wait-1", msg(tcpFinWait1, 0, 0), 0, ErrNotHeld},
+		{"orphan established", msg(tcpEstablished, 0, 0), 0, ErrNotHeld},
+		{"close-wait", msg(tcpCloseWait, 1001, 42), 0, ErrNotHeld},
+		{"last-ack", msg(tcpLastAck, 1001, 42), 0, ErrNotHeld},
+		{"closing", msg(tcpClosing, 1001, 42), 0, ErrNotHeld},
+		{"syn-sent", msg(tcpSynSent, 1001, 42), 0, ErrNotHeld},
+		{"time-wait", msg(6, 0, 0), 0, ErrNoSocket},
+		{"listener", msg(tcpListen, 0, 7), 0, ErrNoSocket},
+		{"other pair", diagMsg{family: unix.AF_INET, state: tcpEstablished, uid: 1001, inode: 42,
+			local: netip.MustParseAddrPort("127.0.0.1:50001"), remote: server}, 0, ErrNoSocket},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Through the wire format, as an answer comes.
+			m, err := parseDiagResponse(diagAnswer(7, tc.m), 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid, err := diagOwner(m, client, server)
+			if tc.err == nil && (err != nil || uid != tc.uid) || tc.err != nil && !errors.Is(err, tc.err) {
+				t.Errorf("got uid %d, %v; want %d, %v", uid, err, tc.uid, tc.err)
+			}
+		})
+	}
+}

@@ -11,18 +11,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Reasons the relay stops on its own, given as the cause of its context.
-var (
-	ErrParentGone = errors.New("parent process is gone")
-	ErrDirGone    = errors.New("socket directory is gone")
-)
+// ErrParentGone is the cause of the relay's context when it stops because
+// the job's shell is gone.
+var ErrParentGone = errors.New("parent process is gone")
 
-// watch returns the reason to stop when the parent process is gone or the
-// socket directory no longer names the directory dir, opened at start
-// (removed, or recreated under the same path as after a requeue), checking
-// every cfg.WatchInterval. Holding dir open keeps its inode from being
-// reused by a new directory. It returns ctx's cause when ctx ends first.
-func watch(ctx context.Context, cfg Config, dir *os.File) error {
+// watch returns the reason to stop when the parent process is gone,
+// checking every cfg.WatchInterval, or ctx's cause when ctx ends first.
+// When the socket directory no longer names the directory dir, opened at
+// start (removed, renamed away, or recreated under the same path as after
+// a requeue), it calls dirGone once and goes on: the relay keeps its ports
+// until the job ends, so that no other user can take its address and
+// receive the connections the job makes to the names it maps there.
+// Holding dir open keeps its inode from being reused by a new directory.
+func watch(ctx context.Context, cfg Config, dir *os.File, dirGone func()) error {
 	interval := cfg.WatchInterval
 	if interval == 0 {
 		interval = 500 * time.Millisecond
@@ -34,12 +35,14 @@ func watch(ctx context.Context, cfg Config, dir *os.File) error {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	gone := false
 	for {
 		if parent != nil && parent.gone() {
 			return fmt.Errorf("%w: pid %d", ErrParentGone, cfg.ParentPID)
 		}
-		if !sameDir(cfg.Dir, dir) {
-			return fmt.Errorf("%w: %s", ErrDirGone, cfg.Dir)
+		if !gone && !sameDir(cfg.Dir, dir) {
+			gone = true
+			dirGone()
 		}
 		select {
 		case <-ctx.Done():

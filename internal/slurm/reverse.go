@@ -20,7 +20,10 @@ import (
 // has one (templates/reverse.sh.tmpl), before the pod's pre-exec snippet:
 //
 //   - fails at once, with a message saying so, when SocketDirRoot is empty
-//     or not a directory the job's user can use;
+//     or not a directory the job's user can use, or when another user could
+//     change it: it and every directory above it must be owned by root or
+//     the job's user, and not writable by others unless sticky (the message
+//     names the path and its owner; see relay.RootCheckScript);
 //   - makes the pod's socket directory <SocketDirRoot>/<pod uid>, drwx------
 //     and owned by the job's user, afresh (one left by an earlier run on the
 //     node, as after a requeue, is removed first, so that no stale socket
@@ -40,8 +43,10 @@ import (
 // After the pre-exec snippet, so that binds it sets are kept, the hosts copy
 // is bound over the containers' /etc/hosts: through APPTAINER_BIND (which
 // starts from SINGULARITY_BIND when only that is set), or ch-run's -b; the
-// none runtime cannot remap /etc/hosts and writes a warning instead. When
-// the job ends the relay is stopped and the socket directory removed.
+// none runtime cannot remap /etc/hosts and writes a warning instead. A relay
+// that exits while the job runs stops the containers and fails the job,
+// saying so: the names the job maps point at its address. When the job ends
+// the relay is stopped and the socket directory removed.
 type ReverseJob struct {
 	// Addr is the IPv4 loopback address the relay holds, not 127.0.0.1.
 	// Unused without Ports.
@@ -173,9 +178,11 @@ func checkHostName(n string) error {
 
 // reverseData fills templates/reverse.sh.tmpl.
 type reverseData struct {
-	Root    string // may be empty: the script then fails at start
-	UID     string
-	Timeout int64 // seconds
+	// RootCheck defines sluice_root_check (relay.RootCheckScript).
+	RootCheck string
+	Root      string // may be empty: the script then fails at start
+	UID       string
+	Timeout   int64 // seconds
 	// The relay, for forwards; all empty for a SOCKS proxy only.
 	Relay   string
 	Addr    string
@@ -205,7 +212,8 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 		timeout = DefaultReverseTimeout
 	}
 	d := &reverseData{
-		Root: r.SocketDirRoot, UID: uid,
+		RootCheck: relay.RootCheckScript,
+		Root:      r.SocketDirRoot, UID: uid,
 		Timeout: int64((timeout + time.Second - 1) / time.Second),
 	}
 	if r.SocksPort != 0 {

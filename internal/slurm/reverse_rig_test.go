@@ -95,7 +95,13 @@ func TestRigReversePlaceRelay(t *testing.T) {
 // the login node, both host keys checked.
 func nodeClient(t *testing.T, e *rigEnv) *ssh.Client {
 	t.Helper()
-	signer, err := sshx.Signer(e.rig.Get(t, "RIG_KEY"))
+	return nodeClientAs(t, e, e.rig.Get(t, "RIG_USER"), e.rig.Get(t, "RIG_KEY"))
+}
+
+// nodeClientAs connects to the rig's compute node as user with key.
+func nodeClientAs(t *testing.T, e *rigEnv, user, key string) *ssh.Client {
+	t.Helper()
+	signer, err := sshx.Signer(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +115,7 @@ func nodeClient(t *testing.T, e *rigEnv) *ssh.Client {
 	}
 	hop := &tunnel.Hop{
 		LoginAddr:     net.JoinHostPort(e.rig.Get(t, "RIG_LOGIN_ADDR"), e.rig.Get(t, "RIG_LOGIN_PORT")),
-		User:          e.rig.Get(t, "RIG_USER"),
+		User:          user,
 		Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		LoginHostKeys: login,
 		NodeHostKeys:  node,

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -343,7 +345,43 @@ func TestReverseScriptFails(t *testing.T) {
 			if err := os.Chmod(s.root, 0o777); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"is not usable: it is writable by others and not sticky"}, ""},
+		}, []string{"is not safe: " /* the path follows */, "sock is writable by others (drwxrwxrwx) and not sticky"}, ""},
+		// A sticky root another user made first: its owner may rename
+		// what it holds, this job's socket directory included.
+		{"root of another user", func(t *testing.T, s *reverseSetup, _ *Job) {
+			if os.Getuid() != 0 {
+				testrig.Unavailable(t, "only root can give a directory to another user")
+			}
+			mkdir(t, s.root)
+			if err := os.Chmod(s.root, os.ModeSticky|0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(s.root, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"reverse tunnel: socket directory root ", "/sock is not safe: the directory ", "/sock is owned by uid 65534 (", "), not by root or uid 0"}, ""},
+		{"parent of another user", func(t *testing.T, s *reverseSetup, _ *Job) {
+			if os.Getuid() != 0 {
+				testrig.Unavailable(t, "only root can give a directory to another user")
+			}
+			if err := os.Chown(filepath.Dir(s.root), 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			mkdir(t, s.root)
+		}, []string{"is not safe: the directory " /* the parent */, " is owned by uid 65534 ("}, "/sock is owned"},
+		{"root through another user's link", func(t *testing.T, s *reverseSetup, _ *Job) {
+			if os.Getuid() != 0 {
+				testrig.Unavailable(t, "only root can give a link to another user")
+			}
+			real := filepath.Join(filepath.Dir(s.root), "real")
+			mkdir(t, real)
+			if err := os.Symlink(real, s.root); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(s.root, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"is not safe: the symbolic link ", "/sock is owned by uid 65534 ("}, ""},
 		{"relay missing", func(_ *testing.T, _ *reverseSetup, job *Job) {
 			job.Reverse.RelayPath = "/nonexistent/sluice-relay"
 		}, []string{"the relay /nonexistent/sluice-relay is missing or not executable on this node"}, ""},
@@ -437,6 +475,81 @@ func TestReverseScriptStopsOnSIGTERM(t *testing.T) {
 	if _, err := os.Lstat(s.dir(job)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket directory after the job: %v; want it removed", err)
 	}
+}
+
+// TestReverseScriptFailsWhenTheRelayExits kills the relay once the tunnel
+// is up, while the container runs: the job stops its containers and fails,
+// saying why, since the names it maps point at an address nobody holds.
+func TestReverseScriptFailsWhenTheRelayExits(t *testing.T) {
+	for _, shell := range []string{"sh", "bash"} {
+		t.Run(shell, func(t *testing.T) {
+			s := newReverseSetup(t, buildRelay(t))
+			job := testJob()
+			job.Containers = []Container{sh("main", "echo started; sleep 20; echo not stopped")}
+			job.Reverse = s.reverse("redis")
+			startTunnel(t, s.dir(job), job.Reverse.Ports, pong)
+			dir, cmd := startJob(t, shell, job, RuntimeNone)
+			waitFor(t, func() bool {
+				b, _ := os.ReadFile(filepath.Join(dir, LogFile("main")))
+				return strings.Contains(string(b), "started")
+			})
+			pid := relayPID(t, s.dir(job))
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_ = cmd.Wait()
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the job took %v to end after its relay", d)
+			}
+			wantFile(t, dir, jobExit, "1\n")
+			out := readFile(t, dir, jobOut)
+			want := "sluice: reverse tunnel: the relay exited with status 137 while the job ran, and the containers were stopped: "
+			if last := lastSluice(out); !strings.HasPrefix(last, want) {
+				t.Errorf("last sluice line %q; want it to start with %q\njob.out:\n%s", last, want, out)
+			}
+			if log := readFile(t, dir, LogFile("main")); strings.Contains(log, "not stopped") {
+				t.Errorf("the container ran on without the relay:\n%s", log)
+			}
+		})
+	}
+}
+
+// relayPID finds the relay serving the socket directory dir (on the rig,
+// the node's processes are the host's).
+func relayPID(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if i := slices.Index(args, "--dir"); i >= 0 && i+1 < len(args) && args[i+1] == dir {
+			return pid
+		}
+	}
+	t.Fatalf("no relay running for %s", dir)
+	return 0
+}
+
+// lastSluice is the last line of out starting with "sluice: ".
+func lastSluice(out string) string {
+	last := ""
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, "sluice: ") {
+			last = strings.TrimSuffix(l, "\n")
+		}
+	}
+	return last
 }
 
 func mkdir(t *testing.T, dir string) {

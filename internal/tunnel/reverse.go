@@ -51,8 +51,9 @@ type Reverse struct {
 	// of the node (Reverse.AllowSocks), in a session of its own that holds
 	// on the socket directory alone: a port another user takes while the
 	// tunnel is down keeps the proxy down, not the forwards. The proxy dials
-	// with Dial, and refuses loopback and unspecified destinations (the
-	// shadow's own ports).
+	// with a net.Dialer of its own (not Dial) using Resolver, which refuses
+	// every address of the shadow pod itself, checked once resolved:
+	// loopback, unspecified, and its interfaces' addresses.
 	SocksPort int
 	// Sshd is where the remote forwards are asked: SshdNode (the default
 	// when empty) or SshdUserspace.
@@ -66,8 +67,11 @@ type Reverse struct {
 	// JobFile holds the job's Slurm id, for NodeExecSrun (ReadJob).
 	JobFile string
 	// Dial opens connections to the endpoints in the cluster, each within
-	// the Hop's timeout. If nil, a net.Dialer.
+	// the Hop's timeout. If nil, a net.Dialer using Resolver.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Resolver resolves the names of the endpoints (without Dial) and of
+	// the SOCKS proxy's destinations. If nil, net.DefaultResolver.
+	Resolver *net.Resolver
 	// Log receives the tunnel's events. If nil, slog.Default().
 	Log *slog.Logger
 	// Metrics counts connections, bytes, reconnects and failed dials. If
@@ -93,6 +97,8 @@ type Reverse struct {
 	OnState func(up bool)
 	// Status follows the state of the session. If nil, none is kept.
 	Status *Status
+
+	socksGuard destGuard // the SOCKS proxy's destination check
 }
 
 // stableSession is how long a session must have held for the failures

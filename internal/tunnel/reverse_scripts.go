@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	jobrelay "github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -14,13 +15,22 @@ import (
 // value reaches the shell quoted (shellCommand).
 var (
 	//go:embed scripts/reverse_prepare.sh
-	prepareScript string
+	prepareBody string
+	//go:embed scripts/reverse_sshd_start.sh
+	sshdStartBody string
 	//go:embed scripts/reverse_clear.sh
 	clearScript string
 	//go:embed scripts/reverse_hold.sh
 	holdScript string
 	//go:embed scripts/reverse_sshd_file.sh
 	sshdFileScript string
+)
+
+// The scripts that check the socket directory's root first, with the
+// check the job's script makes too (jobrelay.RootCheckScript).
+var (
+	prepareScript   = jobrelay.RootCheckScript + prepareBody
+	sshdStartScript = jobrelay.RootCheckScript + sshdStartBody
 )
 
 // shellCommand is the command line that runs script with /bin/sh on the
@@ -54,10 +64,11 @@ func sshdFileCommand(dir, inode, name string) string {
 	return shellCommand(sshdFileScript, dir, inode, name)
 }
 
-// sshdCommand runs the user-space sshd in inetd mode on the session's
-// standard input and output, with config.
-func sshdCommand(sshd, config string) string {
-	return "exec " + site.Join([]string{sshd, "-i", "-e", "-f", config})
+// sshdCommand runs the user-space sshd sshd in inetd mode on the session's
+// standard input and output, with options as its whole configuration, once
+// dir (whose inode must still be inode) and its root are checked.
+func sshdCommand(dir, inode, sshd string, options []string) string {
+	return shellCommand(sshdStartScript, append([]string{dir, inode, sshd}, options...)...)
 }
 
 const (

@@ -290,7 +290,7 @@ func (s *reverseState) handle(ctx context.Context, ch net.Conn, e Endpoint, log 
 	r := s.r
 	dial := r.Dial
 	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
+		dial = (&net.Dialer{Resolver: r.Resolver}).DialContext
 	}
 	dctx, cancel := context.WithTimeout(ctx, r.Hop.timeout())
 	dst, err := dial(dctx, "tcp", e.addr())

@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
+	"syscall"
 
 	"github.com/sluice-hpc/sluice/internal/socks"
 	"golang.org/x/crypto/ssh"
@@ -53,34 +53,59 @@ func (s *reverseState) serveSocks(ctx context.Context, ln net.Listener, log *slo
 	}
 }
 
-// socksDial dials a destination a job asked the proxy for. Loopback and
-// unspecified addresses, and localhost, are refused: the proxy is for the
-// cluster's Services, not for the shadow pod's own ports (the tunnel's
-// metrics, the kept containers'). A name is dialled as the cluster resolves
-// it.
+// socksDial dials a destination a job asked the proxy for, a name resolved
+// with Reverse.Resolver as the cluster resolves it. What is checked is the
+// address actually dialled, in the dialer's Control hook, after resolution:
+// a name is only a name (ip6-localhost, localhost.localdomain, or any name
+// whose record is 127.0.0.5 or ::ffff:127.0.0.1), so checking it would let
+// the shadow's own ports through (see destGuard).
 func (s *reverseState) socksDial(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	if notAllowed(host) {
-		return nil, fmt.Errorf("%s: %w", addr, socks.ErrNotAllowed)
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.r.Hop.timeout())
 	defer cancel()
-	if s.r.Dial != nil {
-		return s.r.Dial(ctx, network, addr)
-	}
-	return (&net.Dialer{}).DialContext(ctx, network, addr)
+	d := &net.Dialer{Resolver: s.r.Resolver, Control: s.r.socksGuard.control}
+	return d.DialContext(ctx, network, addr)
 }
 
-// notAllowed tells whether host is a loopback or unspecified address, or
-// localhost.
-func notAllowed(host string) bool {
-	if a, err := netip.ParseAddr(host); err == nil {
-		a = a.Unmap()
-		return a.IsLoopback() || a.IsUnspecified()
+// destGuard refuses the destinations of the SOCKS proxy that are the shadow
+// pod itself: the proxy is for the cluster's Services, not for the pod's own
+// ports (the tunnel's metrics, the kept containers'), which a loopback
+// address reaches, an unspecified one (0.0.0.0/8, ::) too, and so does any
+// address of the pod's own interfaces (its pod IP). Addresses are compared
+// unmapped: ::ffff:127.0.0.1 is 127.0.0.1.
+type destGuard struct {
+	// localAddrs lists the addresses of the pod's interfaces. If nil,
+	// net.InterfaceAddrs.
+	localAddrs func() ([]net.Addr, error)
+}
+
+// control is a net.Dialer Control hook: it sees every address the dialer is
+// about to connect to, once resolved, and refuses with an error wrapping
+// socks.ErrNotAllowed those of the pod itself. It refuses too when the
+// pod's addresses cannot be listed.
+func (g destGuard) control(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%s: not an address: %w", address, socks.ErrNotAllowed)
 	}
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+	a := ap.Addr().Unmap().WithZone("")
+	switch {
+	case a.IsLoopback():
+		return fmt.Errorf("%s is a loopback address: %w", address, socks.ErrNotAllowed)
+	case a.IsUnspecified() || a.Is4() && a.As4()[0] == 0:
+		return fmt.Errorf("%s is an unspecified address: %w", address, socks.ErrNotAllowed)
+	}
+	list := g.localAddrs
+	if list == nil {
+		list = net.InterfaceAddrs
+	}
+	addrs, err := list()
+	if err != nil {
+		return fmt.Errorf("%s: cannot list the pod's own addresses to refuse them: %v: %w", address, err, socks.ErrNotAllowed)
+	}
+	for _, la := range addrs {
+		if p, err := netip.ParsePrefix(la.String()); err == nil && p.Addr().Unmap().WithZone("") == a {
+			return fmt.Errorf("%s is an address of the shadow pod itself: %w", address, socks.ErrNotAllowed)
+		}
+	}
+	return nil
 }

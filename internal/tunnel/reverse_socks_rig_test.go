@@ -3,8 +3,9 @@
 package tunnel
 
 import (
-	"context"
+	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,7 @@ func TestReverseSocksRig(t *testing.T) {
 	t.Cleanup(func() { once.Do(killBob) })
 	waitFor(t, 5*time.Second, "bob listening", func() bool { return nodeListening(t, port) })
 
+	redisOther := forwardFromOtherAddr(t, r.Get(t, "RIG_REDIS_ADDR"))
 	states := &stateRecorder{}
 	rec := newLogRecorder(t)
 	rv := &Reverse{
@@ -60,13 +62,10 @@ func TestReverseSocksRig(t *testing.T) {
 		SocketDir: rigSocketDir(t, r),
 		Endpoints: []Endpoint{{ListenPort: 6379, Host: redisHost, Port: redisPortN}},
 		SocksPort: port,
-		// redis.test is a Service name the job did not list.
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if h, _, _ := net.SplitHostPort(addr); h == "redis.test" {
-				addr = r.Get(t, "RIG_REDIS_ADDR")
-			}
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		},
+		// redis.test is a Service name the job did not list: a name for
+		// Redis, reached at an address of this machine other than
+		// loopback (which the proxy refuses).
+		Resolver:          fakeDNS(t, map[string][]netip.Addr{"redis.test": {redisOther.Addr()}}),
 		Log:               slog.New(rec),
 		Metrics:           NewMetrics(nil, "reverse"),
 		Status:            NewStatus("reverse"),
@@ -77,6 +76,9 @@ func TestReverseSocksRig(t *testing.T) {
 		KeepAliveTimeout:  2 * time.Second,
 		OnState:           states.record,
 	}
+	// The test's tunnel runs on the rig's host, every address of which is
+	// its own: none is the pod's here but loopback.
+	rv.socksGuard.localAddrs = func() ([]net.Addr, error) { return nil, nil }
 	startReverse(t, rv)
 	alice := nodeClient(t, r, r.Get(t, "RIG_USER"), r.Get(t, "RIG_KEY"))
 	redisSock := filepath.Join(rv.SocketDir, "rev-6379.sock")
@@ -104,7 +106,7 @@ func TestReverseSocksRig(t *testing.T) {
 	if _, err := os.Stat(probe); err != nil {
 		t.Fatalf("the rig's probe: %v (run hack/rig/rig.sh up)", err)
 	}
-	got, err := onNode(alice, "", probe, "redis", "--addr", "redis.test:6379", "--socks", socksAddr)
+	got, err := onNode(alice, "", probe, "redis", "--addr", "redis.test:"+strconv.Itoa(int(redisOther.Port())), "--socks", socksAddr)
 	if err != nil || !strings.Contains(got, "+PONG") {
 		t.Errorf("redis.test through the proxy: %q, %v; want +PONG", got, err)
 	}
@@ -122,10 +124,40 @@ func TestReverseSocksRig(t *testing.T) {
 	if n := countWith(rec, "SOCKS proxy down", "", ""); n != 0 {
 		t.Errorf("the proxy went down %d times with a forward's socket; want 0", n)
 	}
-	if got, err := onNode(alice, "", probe, "redis", "--addr", "redis.test:6379", "--socks", socksAddr); err != nil || !strings.Contains(got, "+PONG") {
+	if got, err := onNode(alice, "", probe, "redis", "--addr", "redis.test:"+strconv.Itoa(int(redisOther.Port())), "--socks", socksAddr); err != nil || !strings.Contains(got, "+PONG") {
 		t.Errorf("through the proxy after the forwards came back: %q, %v", got, err)
 	}
 	if st := rv.Status.Snapshot(); st.State != StateUp || st.Ups != 2 {
 		t.Errorf("status %+v; want up twice, the forwards' session", st)
 	}
+}
+
+// forwardFromOtherAddr listens on an address of this machine other than
+// loopback and carries each connection to addr; it returns where it listens.
+func forwardFromOtherAddr(t *testing.T, addr string) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(nonLoopbackAddr(t), 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				d, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer d.Close()
+				go func() { io.Copy(d, c); d.(*net.TCPConn).CloseWrite() }()
+				io.Copy(c, d)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort()
 }

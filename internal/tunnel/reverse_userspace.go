@@ -31,9 +31,8 @@ const DefaultSshdPath = "/usr/sbin/sshd"
 
 // The files of a user-space sshd in the socket directory, after the
 // session's name (sshdFile): the forwards' and the SOCKS proxy's sessions
-// each start their own.
+// each start their own. Its configuration is no file (sshdOptions).
 const (
-	sshdConfigFile     = "config"
 	sshdHostKeyFile    = "host_key"
 	sshdAuthorizedFile = "authorized_keys"
 )
@@ -79,7 +78,6 @@ func (s *reverseState) userspaceSshd(ctx context.Context, ex nodeExec, inode str
 	}{
 		{s.sshdFile(sshdHostKeyFile), pem.EncodeToMemory(block)},
 		{s.sshdFile(sshdAuthorizedFile), ssh.MarshalAuthorizedKey(signer.PublicKey())},
-		{s.sshdFile(sshdConfigFile), []byte(sshdConfig(dir, s.sshdFile(sshdHostKeyFile), s.sshdFile(sshdAuthorizedFile)))},
 	}
 	for _, f := range files {
 		if _, err := s.commandIn(ctx, ex, sshdFileCommand(dir, inode, f.name), bytes.NewReader(f.data)); err != nil {
@@ -103,7 +101,8 @@ func (s *reverseState) userspaceSshd(ctx context.Context, ex nodeExec, inode str
 	}
 	var stderr bytes.Buffer
 	sess.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
-	if err := sess.Start(ex.command(sshdCommand(s.sshdPath(), path.Join(dir, s.sshdFile(sshdConfigFile))))); err != nil {
+	options := sshdOptions(dir, s.sshdFile(sshdHostKeyFile), s.sshdFile(sshdAuthorizedFile))
+	if err := sess.Start(ex.command(sshdCommand(dir, inode, s.sshdPath(), options))); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("user-space sshd: start: %w", err)
 	}
@@ -151,33 +150,39 @@ func (s *reverseState) sshdPath() string {
 	return DefaultSshdPath
 }
 
-// sshdConfig is the config of a user-space sshd with its files in dir: public-key login
-// with the session's key alone, forwards bound where they are asked
-// (GatewayPorts no), no ForceCommand, no privilege separation to ask for
-// (it runs as the user), and no file outside dir.
-func sshdConfig(dir, hostKey, authorized string) string {
-	return strings.Join([]string{
-		"HostKey " + path.Join(dir, hostKey),
-		"AuthorizedKeysFile " + path.Join(dir, authorized),
-		"PidFile none",
-		"UsePAM no",
+// sshdOptions is the whole configuration of a user-space sshd with its files
+// in dir, as -o options after -f /dev/null (a file in dir could be read
+// after it was checked): public-key login with the session's key alone,
+// forwards bound where they are asked (GatewayPorts no), no ForceCommand, no
+// privilege separation to ask for (it runs as the user), and no file outside
+// dir.
+func sshdOptions(dir, hostKey, authorized string) []string {
+	var args []string
+	for _, o := range []string{
+		"HostKey=" + path.Join(dir, hostKey),
+		"AuthorizedKeysFile=" + path.Join(dir, authorized),
+		"PidFile=none",
+		"UsePAM=no",
 		// The socket directory root is /tmp-like (every user's, sticky),
-		// which StrictModes refuses for the authorized keys' parents.
-		"StrictModes no",
-		"PubkeyAuthentication yes",
-		"AuthenticationMethods publickey",
-		"PasswordAuthentication no",
-		"KbdInteractiveAuthentication no",
-		"AllowStreamLocalForwarding yes",
-		"AllowTcpForwarding yes",
-		"GatewayPorts no",
-		"StreamLocalBindUnlink no",
-		"PermitTTY no",
-		"X11Forwarding no",
-		"PermitUserRC no",
-		"LogLevel ERROR",
-		"",
-	}, "\n")
+		// which StrictModes refuses for the authorized keys' parents; the
+		// tunnel checks the root as the job does (sluice_root_check).
+		"StrictModes=no",
+		"PubkeyAuthentication=yes",
+		"AuthenticationMethods=publickey",
+		"PasswordAuthentication=no",
+		"KbdInteractiveAuthentication=no",
+		"AllowStreamLocalForwarding=yes",
+		"AllowTcpForwarding=yes",
+		"GatewayPorts=no",
+		"StreamLocalBindUnlink=no",
+		"PermitTTY=no",
+		"X11Forwarding=no",
+		"PermitUserRC=no",
+		"LogLevel=ERROR",
+	} {
+		args = append(args, "-o", o)
+	}
+	return args
 }
 
 // stdioConn is an SSH session's standard input and output as a net.Conn,

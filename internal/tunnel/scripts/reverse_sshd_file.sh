@@ -1,6 +1,6 @@
 # sluice reverse tunnel: write one file of a user-space sshd (SPEC S5) into
-# the socket directory, owner-only: its config, host key or authorized key.
-# They go with the directory.
+# the socket directory, owner-only: its host key or authorized key. They go
+# with the directory.
 #
 # Run as: sh -c SCRIPT sluice-reverse DIR INODE NAME, the content on stdin.
 set -eu
@@ -8,8 +8,8 @@ dir=$1
 inode=$2
 name=$3
 case $name in
-sshd-forwards-config | sshd-forwards-host_key | sshd-forwards-authorized_keys) ;;
-sshd-socks-config | sshd-socks-host_key | sshd-socks-authorized_keys) ;;
+sshd-forwards-host_key | sshd-forwards-authorized_keys) ;;
+sshd-socks-host_key | sshd-socks-authorized_keys) ;;
 *)
 	echo "not a file of the user-space sshd: $name" >&2
 	exit 1

@@ -136,11 +136,92 @@ sluice_rev_stat() {
 	ls -ldn -- "$1" 2>/dev/null | awk '{ print $1, $3 }'
 }
 
+# sluice_root_check ROOT UID tells whether ROOT, the node's directory of
+# socket directories, is safe for the socket directory of user UID: it
+# prints why not, naming the path and its owner, and returns 1 when it is
+# not. Whoever may rename an entry of a directory on the way to a socket
+# directory can move it away and put one of their own in its place, or take
+# the relay's address once it is gone; so, as OpenSSH's StrictModes asks of
+# the files it trusts:
+#
+#   - every directory from / down to ROOT, both as ROOT names it and as it
+#     resolves (cd -P), is owned by root (uid 0) or by UID: the owner of a
+#     directory may rename anything in it, whatever its mode;
+#   - none of them is writable by its group or by others, unless it has the
+#     sticky bit, as /tmp has: then the others may add entries but not
+#     rename or remove those of UID (a sticky directory of root's, or of
+#     UID's own, as the job or the tunnel makes a missing ROOT);
+#   - every symbolic link met on the way is owned by root or by UID (a link
+#     cannot be changed, only replaced, which its directory's rule covers).
+#
+# The links inside a link's target are trusted as they resolve now.
+# shellcheck disable=SC2012 # one path at a time, numeric owner
+sluice_root_check() {
+	sluice_rc_path=$1
+	while :; do
+		sluice_root_check_entry "$sluice_rc_path" "$2" || return 1
+		[ "$sluice_rc_path" = / ] && break
+		sluice_rc_path=${sluice_rc_path%/*}
+		sluice_rc_path=${sluice_rc_path:-/}
+	done
+	if ! sluice_rc_path=$(cd -P -- "$1" 2>/dev/null && pwd -P); then
+		echo "$1 cannot be resolved"
+		return 1
+	fi
+	while :; do
+		sluice_root_check_entry "$sluice_rc_path" "$2" || return 1
+		[ "$sluice_rc_path" = / ] && break
+		sluice_rc_path=${sluice_rc_path%/*}
+		sluice_rc_path=${sluice_rc_path:-/}
+	done
+}
+
+# sluice_root_check_entry PATH UID checks one entry on the way (see
+# sluice_root_check): a link, then the directory it resolves to, or a
+# directory.
+# shellcheck disable=SC2012 # one path at a time, numeric owner
+sluice_root_check_entry() {
+	sluice_rc_ls=$(ls -ldn -- "$1" 2>/dev/null | awk '{ print $1, $3 }')
+	case $sluice_rc_ls in
+	l*)
+		sluice_root_check_owner "$1" "${sluice_rc_ls#* }" "$2" "the symbolic link" || return 1
+		sluice_rc_ls=$(ls -ldn -- "$1/." 2>/dev/null | awk '{ print $1, $3 }')
+		;;
+	esac
+	case $sluice_rc_ls in
+	d*) ;;
+	*)
+		echo "$1 is not a directory"
+		return 1
+		;;
+	esac
+	sluice_root_check_owner "$1" "${sluice_rc_ls#* }" "$2" "the directory" || return 1
+	case ${sluice_rc_ls%% *} in
+	?????????[tT]*) ;;
+	?????w* | ????????w*)
+		echo "$1 is writable by others (${sluice_rc_ls%% *}) and not sticky: any of them could rename what it holds"
+		return 1
+		;;
+	esac
+}
+
+# sluice_root_check_owner PATH OWNER UID WHAT fails unless OWNER is 0 or UID.
+# shellcheck disable=SC2012 # one path, for the owner's name
+sluice_root_check_owner() {
+	if [ "$2" = 0 ] || [ "$2" = "$3" ]; then
+		return 0
+	fi
+	echo "$4 $1 is owned by uid $2 ($(ls -ld -- "$1" 2>/dev/null | awk '{ print $3 }')), not by root or uid $3: its owner could rename what it holds"
+	return 1
+}
+
 # sluice_rev_check_root ROOT makes ROOT when it is missing, sticky and open to
 # all as /tmp is (every user of the node keeps socket directories there), and
 # fails the job unless this job's user can make a directory in it that nobody
-# else can take away: ROOT must not be writable by group or others unless it
-# is sticky.
+# but root and this user can move or take away: ROOT and every directory
+# above it must be theirs, and not writable by others unless sticky
+# (sluice_root_check). A ROOT another user made first is refused: its owner
+# could rename this job's socket directory and bind the relay's address.
 sluice_rev_check_root() {
 	if [ ! -e "$1" ]; then
 		mkdir -p -- "$1" 2>/dev/null && chmod 1777 -- "$1" 2>/dev/null
@@ -148,10 +229,8 @@ sluice_rev_check_root() {
 	if [ ! -d "$1" ] || [ ! -w "$1" ] || [ ! -x "$1" ]; then
 		sluice_fail 1 "reverse tunnel: socket directory root $1 is not usable: it is not a directory this job's user can write to"
 	fi
-	case $(sluice_rev_stat "$1/.") in
-	d????[!w]??[!w]* | d????????[tT]*) ;;
-	*) sluice_fail 1 "reverse tunnel: socket directory root $1 is not usable: it is writable by others and not sticky, so another user could replace this job's socket directory" ;;
-	esac
+	sluice_rev_why=$(sluice_root_check "$1" "$sluice_uid") ||
+		sluice_fail 1 "reverse tunnel: socket directory root $1 is not safe: $sluice_rev_why (the site should make it owned by root, mode 1777, in directories only root can write)"
 }
 
 # sluice_rev_make_dir DIR makes the pod's socket directory afresh, drwx------
@@ -159,7 +238,6 @@ sluice_rev_check_root() {
 # on this node (a requeue) is removed first, with its stale sockets, and the
 # tunnel's old session ends with it.
 sluice_rev_make_dir() {
-	sluice_uid=$(id -u) || sluice_fail 1 "reverse tunnel: cannot tell the user id"
 	if [ -e "$1" ] || [ -L "$1" ]; then
 		case $(sluice_rev_stat "$1") in
 		d*" $sluice_uid") rm -rf -- "$1" || sluice_fail 1 "reverse tunnel: cannot remove $1, left by an earlier run" ;;
@@ -245,7 +323,9 @@ sluice_rev_socks_ready() {
 }
 
 # sluice_rev_stop stops the relay and removes the socket directory, which ends
-# the tunnel's session on the node too.
+# the tunnel's session on the node too. When the relay ended while the job
+# ran (sluice_rev_relay_lost), it says so, last, and the job's exit code,
+# sluice_exit's sluice_code, becomes 1.
 # shellcheck disable=SC2317 # called by sluice_exit
 sluice_rev_stop() {
 	if [ -n "${sluice_relay_pid:-}" ]; then
@@ -278,12 +358,13 @@ sluice_rev_root=/tmp/sluice
 sluice_rev_dir=$sluice_rev_root/0a1b2c3d-0000-4000-8000-000000000001
 sluice_rev_socks_port=1080
 sluice_rev_socks_hex=0438
-for sluice_tool in date id ls; do
+for sluice_tool in date id ls pwd; do
 	command -v "$sluice_tool" >/dev/null || sluice_fail 127 "$sluice_tool not found in PATH"
 done
 if [ -z "$sluice_rev_root" ]; then
 	sluice_fail 1 "reverse tunnel: the site sets no SocketDirRoot, so the job has no socket directory for its tunnel"
 fi
+sluice_uid=$(id -u) || sluice_fail 1 "reverse tunnel: cannot tell the user id"
 sluice_rev_check_root "$sluice_rev_root"
 sluice_rev_make_dir "$sluice_rev_dir"
 sluice_rev_wait 120

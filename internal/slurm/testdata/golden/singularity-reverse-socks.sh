@@ -136,11 +136,92 @@ sluice_rev_stat() {
 	ls -ldn -- "$1" 2>/dev/null | awk '{ print $1, $3 }'
 }
 
+# sluice_root_check ROOT UID tells whether ROOT, the node's directory of
+# socket directories, is safe for the socket directory of user UID: it
+# prints why not, naming the path and its owner, and returns 1 when it is
+# not. Whoever may rename an entry of a directory on the way to a socket
+# directory can move it away and put one of their own in its place, or take
+# the relay's address once it is gone; so, as OpenSSH's StrictModes asks of
+# the files it trusts:
+#
+#   - every directory from / down to ROOT, both as ROOT names it and as it
+#     resolves (cd -P), is owned by root (uid 0) or by UID: the owner of a
+#     directory may rename anything in it, whatever its mode;
+#   - none of them is writable by its group or by others, unless it has the
+#     sticky bit, as /tmp has: then the others may add entries but not
+#     rename or remove those of UID (a sticky directory of root's, or of
+#     UID's own, as the job or the tunnel makes a missing ROOT);
+#   - every symbolic link met on the way is owned by root or by UID (a link
+#     cannot be changed, only replaced, which its directory's rule covers).
+#
+# The links inside a link's target are trusted as they resolve now.
+# shellcheck disable=SC2012 # one path at a time, numeric owner
+sluice_root_check() {
+	sluice_rc_path=$1
+	while :; do
+		sluice_root_check_entry "$sluice_rc_path" "$2" || return 1
+		[ "$sluice_rc_path" = / ] && break
+		sluice_rc_path=${sluice_rc_path%/*}
+		sluice_rc_path=${sluice_rc_path:-/}
+	done
+	if ! sluice_rc_path=$(cd -P -- "$1" 2>/dev/null && pwd -P); then
+		echo "$1 cannot be resolved"
+		return 1
+	fi
+	while :; do
+		sluice_root_check_entry "$sluice_rc_path" "$2" || return 1
+		[ "$sluice_rc_path" = / ] && break
+		sluice_rc_path=${sluice_rc_path%/*}
+		sluice_rc_path=${sluice_rc_path:-/}
+	done
+}
+
+# sluice_root_check_entry PATH UID checks one entry on the way (see
+# sluice_root_check): a link, then the directory it resolves to, or a
+# directory.
+# shellcheck disable=SC2012 # one path at a time, numeric owner
+sluice_root_check_entry() {
+	sluice_rc_ls=$(ls -ldn -- "$1" 2>/dev/null | awk '{ print $1, $3 }')
+	case $sluice_rc_ls in
+	l*)
+		sluice_root_check_owner "$1" "${sluice_rc_ls#* }" "$2" "the symbolic link" || return 1
+		sluice_rc_ls=$(ls -ldn -- "$1/." 2>/dev/null | awk '{ print $1, $3 }')
+		;;
+	esac
+	case $sluice_rc_ls in
+	d*) ;;
+	*)
+		echo "$1 is not a directory"
+		return 1
+		;;
+	esac
+	sluice_root_check_owner "$1" "${sluice_rc_ls#* }" "$2" "the directory" || return 1
+	case ${sluice_rc_ls%% *} in
+	?????????[tT]*) ;;
+	?????w* | ????????w*)
+		echo "$1 is writable by others (${sluice_rc_ls%% *}) and not sticky: any of them could rename what it holds"
+		return 1
+		;;
+	esac
+}
+
+# sluice_root_check_owner PATH OWNER UID WHAT fails unless OWNER is 0 or UID.
+# shellcheck disable=SC2012 # one path, for the owner's name
+sluice_root_check_owner() {
+	if [ "$2" = 0 ] || [ "$2" = "$3" ]; then
+		return 0
+	fi
+	echo "$4 $1 is owned by uid $2 ($(ls -ld -- "$1" 2>/dev/null | awk '{ print $3 }')), not by root or uid $3: its owner could rename what it holds"
+	return 1
+}
+
 # sluice_rev_check_root ROOT makes ROOT when it is missing, sticky and open to
 # all as /tmp is (every user of the node keeps socket directories there), and
 # fails the job unless this job's user can make a directory in it that nobody
-# else can take away: ROOT must not be writable by group or others unless it
-# is sticky.
+# but root and this user can move or take away: ROOT and every directory
+# above it must be theirs, and not writable by others unless sticky
+# (sluice_root_check). A ROOT another user made first is refused: its owner
+# could rename this job's socket directory and bind the relay's address.
 sluice_rev_check_root() {
 	if [ ! -e "$1" ]; then
 		mkdir -p -- "$1" 2>/dev/null && chmod 1777 -- "$1" 2>/dev/null
@@ -148,10 +229,8 @@ sluice_rev_check_root() {
 	if [ ! -d "$1" ] || [ ! -w "$1" ] || [ ! -x "$1" ]; then
 		sluice_fail 1 "reverse tunnel: socket directory root $1 is not usable: it is not a directory this job's user can write to"
 	fi
-	case $(sluice_rev_stat "$1/.") in
-	d????[!w]??[!w]* | d????????[tT]*) ;;
-	*) sluice_fail 1 "reverse tunnel: socket directory root $1 is not usable: it is writable by others and not sticky, so another user could replace this job's socket directory" ;;
-	esac
+	sluice_rev_why=$(sluice_root_check "$1" "$sluice_uid") ||
+		sluice_fail 1 "reverse tunnel: socket directory root $1 is not safe: $sluice_rev_why (the site should make it owned by root, mode 1777, in directories only root can write)"
 }
 
 # sluice_rev_make_dir DIR makes the pod's socket directory afresh, drwx------
@@ -159,7 +238,6 @@ sluice_rev_check_root() {
 # on this node (a requeue) is removed first, with its stale sockets, and the
 # tunnel's old session ends with it.
 sluice_rev_make_dir() {
-	sluice_uid=$(id -u) || sluice_fail 1 "reverse tunnel: cannot tell the user id"
 	if [ -e "$1" ] || [ -L "$1" ]; then
 		case $(sluice_rev_stat "$1") in
 		d*" $sluice_uid") rm -rf -- "$1" || sluice_fail 1 "reverse tunnel: cannot remove $1, left by an earlier run" ;;
@@ -182,20 +260,40 @@ sluice_rev_make_dir() {
 # sluice_rev_start_relay ADDR PORTS starts the relay in the background. Its
 # messages go to the job's output, and to a file for the job's failure
 # message; the copy ignores SIGTERM, so that it ends with the relay and loses
-# nothing.
+# nothing. The copy's input ends when the relay does, however it ends: the
+# copy then tells this shell with SIGUSR1 (sluice_rev_relay_lost).
 sluice_rev_start_relay() {
 	if [ ! -x "$sluice_relay" ]; then
 		sluice_fail 1 "reverse tunnel: the relay $sluice_relay is missing or not executable on this node"
 	fi
 	sluice_relay_err=$sluice_tmp/relay.err
 	mkfifo -m 600 "$sluice_tmp/relay.fifo" || sluice_fail 1 "reverse tunnel: cannot make a fifo for the relay"
+	trap sluice_rev_relay_lost USR1
 	(
 		trap '' TERM INT
-		exec tee "$sluice_relay_err" >&2
+		tee "$sluice_relay_err" >&2
+		kill -s USR1 "$$" 2>/dev/null
 	) <"$sluice_tmp/relay.fifo" &
 	sluice_relay_copy=$!
 	"$sluice_relay" --addr "$1" --dir "$sluice_rev_dir" --ports "$2" --parent-pid "$$" 2>"$sluice_tmp/relay.fifo" &
 	sluice_relay_pid=$!
+}
+
+# sluice_rev_relay_lost runs when the relay has exited (SIGUSR1, from its
+# output's copy), unless the job is already stopping. Before the tunnel is
+# up sluice_rev_wait fails the job with the relay's message. After, the
+# containers are stopped and the job fails (sluice_rev_stop says why): the
+# names the job maps point at the relay's address, which nobody holds now
+# and any user of the node could bind.
+# shellcheck disable=SC2317 # called by trap
+sluice_rev_relay_lost() {
+	if [ -n "$sluice_stop" ] || [ -z "${sluice_relay_pid:-}" ]; then
+		return 0
+	fi
+	sluice_rev_lost=1
+	if [ -n "${sluice_rev_up:-}" ]; then
+		sluice_forward
+	fi
 }
 
 # sluice_rev_wait TIMEOUT SOCKET... waits up to TIMEOUT seconds (at least
@@ -213,8 +311,9 @@ sluice_rev_wait() {
 			exit 143
 		fi
 		sluice_rev_why=
-		if ! kill -0 "$sluice_relay_pid" 2>/dev/null; then
-			sluice_rev_relay_ended
+		if [ -n "${sluice_rev_lost:-}" ] || ! kill -0 "$sluice_relay_pid" 2>/dev/null; then
+			sluice_rev_relay_status
+			sluice_fail 1 "reverse tunnel: the relay exited with status $sluice_rev_code before the tunnel was up: $sluice_rev_msg"
 		fi
 		if [ ! -e "$sluice_rev_dir/$sluice_rev_ready_file" ]; then
 			sluice_rev_why="the relay is not ready (no $sluice_rev_ready_file)"
@@ -278,23 +377,34 @@ sluice_rev_socks_ready() {
 	return 1
 }
 
-# sluice_rev_relay_ended fails the job with the exit status and the last
-# message of the relay, which has ended.
-sluice_rev_relay_ended() {
+# sluice_rev_relay_status waits for the relay, which has ended, and leaves
+# its exit status in sluice_rev_code and its last message in sluice_rev_msg.
+sluice_rev_relay_status() {
 	wait "$sluice_relay_pid"
 	sluice_rev_code=$?
 	sluice_relay_pid=
 	wait "$sluice_relay_copy"
 	sluice_rev_msg=$(awk 'NF { l = $0 } END { print l }' "$sluice_relay_err" 2>/dev/null)
-	sluice_fail 1 "reverse tunnel: the relay exited with status $sluice_rev_code before the tunnel was up: ${sluice_rev_msg:-no message}"
+	sluice_rev_msg=${sluice_rev_msg:-no message}
 }
 
 # sluice_rev_stop stops the relay and removes the socket directory, which ends
-# the tunnel's session on the node too.
+# the tunnel's session on the node too. When the relay ended while the job
+# ran (sluice_rev_relay_lost), it says so, last, and the job's exit code,
+# sluice_exit's sluice_code, becomes 1.
 # shellcheck disable=SC2317 # called by sluice_exit
 sluice_rev_stop() {
+	trap '' USR1
+	if [ -n "${sluice_rev_lost:-}" ] && [ -n "${sluice_relay_pid:-}" ]; then
+		sluice_rev_relay_status
+		echo "sluice: reverse tunnel: the relay exited with status $sluice_rev_code while the job ran, and the containers were stopped: $sluice_rev_msg" >&2
+		sluice_code=1
+	fi
 	if [ -n "${sluice_relay_pid:-}" ]; then
 		kill -s TERM "$sluice_relay_pid" 2>/dev/null
+		# Its output's copy ends with it and signals this shell, which
+		# must still be there to ignore it.
+		wait "$sluice_relay_copy"
 	fi
 	if [ -n "${sluice_rev_made:-}" ]; then
 		rm -rf -- "$sluice_rev_dir"
@@ -325,12 +435,13 @@ sluice_rev_ready_file=rev-relay.ready
 sluice_relay=/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef
 sluice_rev_socks_port=1080
 sluice_rev_socks_hex=0438
-for sluice_tool in date id ls tee; do
+for sluice_tool in date id ls pwd tee; do
 	command -v "$sluice_tool" >/dev/null || sluice_fail 127 "$sluice_tool not found in PATH"
 done
 if [ -z "$sluice_rev_root" ]; then
 	sluice_fail 1 "reverse tunnel: the site sets no SocketDirRoot, so the job has no socket directory for its tunnel"
 fi
+sluice_uid=$(id -u) || sluice_fail 1 "reverse tunnel: cannot tell the user id"
 sluice_rev_check_root "$sluice_rev_root"
 sluice_rev_make_dir "$sluice_rev_dir"
 # The names the pod asked for, mapped to the relay in a copy of /etc/hosts
@@ -347,6 +458,7 @@ esac
 chmod 644 "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot make $sluice_hosts readable"
 sluice_rev_start_relay 127.239.59.51 6379,9000,53,5000,6380
 sluice_rev_wait 120 rev-6379.sock rev-9000.sock rev-53.sock rev-5000.sock rev-6380.sock
+sluice_rev_up=1
 printf 'sluice: reverse tunnel up: relay on %s, ports %s, sockets in %s\n' 127.239.59.51 6379,9000,53,5000,6380 "$sluice_rev_dir" >&2
 printf 'sluice: reverse tunnel: the SOCKS proxy is on 127.0.0.1:%s, open to every user of this node\n' 1080 >&2
 
