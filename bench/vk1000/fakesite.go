@@ -289,16 +289,6 @@ func (f *fakeSite) WriteFile(_ context.Context, p string, data []byte, _ fs.File
 	return nil
 }
 
-func (f *fakeSite) ReadFile(_ context.Context, p string) ([]byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	data, ok := f.files[p]
-	if !ok {
-		return nil, fmt.Errorf("read %s: %w", p, fs.ErrNotExist)
-	}
-	return slices.Clone(data), nil
-}
-
 func (f *fakeSite) ReadAt(_ context.Context, p string, off int64, n int) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -164,7 +164,7 @@ func TestRigReverseHostileDirRenamed(t *testing.T) {
 	// The job has ended: its relay, with it, and the port is free.
 	waitOnNode(t, bob, "port free after the job", "timeout 1 socat -u TCP-LISTEN:6379,bind="+addr+",reuseaddr /dev/null; test $? = 124")
 	if t.Failed() {
-		b, _ := e.c.Site.ReadFile(context.Background(), path.Join(ref.Dir, jobOut))
+		b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
 		t.Logf("job.out:\n%s", b)
 	}
 }
@@ -188,7 +188,7 @@ func TestRigReverseHostileRelayKilled(t *testing.T) {
 	if st.State != StateFailed {
 		t.Errorf("status %+v; want FAILED", st)
 	}
-	out, err := e.c.Site.ReadFile(context.Background(), path.Join(ref.Dir, jobOut))
+	out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
