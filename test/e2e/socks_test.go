@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,11 +17,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// socksScript asks the SOCKS proxy for Redis in default, a Service the
-// pod did not list, then reaches the listed redis (its own namespace's) by
-// its forward a second.
+// socksScript asks the SOCKS proxy for a Redis beyond the shadow pod (at
+// BEYOND, an address of no interface of the shadow's), then for redis.default,
+// a Service the pod did not list, which the rig's host node serves on its own
+// loopback (127.96.A.B): the proxy must refuse that, since in the host node
+// the shadow shares the host's network namespace and a loopback destination
+// is the shadow pod itself. Then it reaches the listed redis (its own
+// namespace's) by its forward every second.
 const socksScript = `P=/usr/local/bin/sluice-probe
-echo "via socks: $($P redis --addr redis.default:6379 --socks 127.0.0.1:1080)"
+echo "via socks: $($P redis --addr "$BEYOND" --socks 127.0.0.1:1080)"
+echo "loopback via socks: $($P redis --addr redis.default:6379 --socks 127.0.0.1:1080)"
 i=0
 while [ $i -lt 600 ]; do
 	echo "tick $i $($P redis --addr redis:6379)"
@@ -29,8 +35,11 @@ while [ $i -lt 600 ]; do
 done
 `
 
-func (e *env) socksPod(name string) *corev1.Pod {
+// socksPod is a pod running socksScript, with BEYOND set to beyond
+// (host:port; any address when the test reaches no further than the start).
+func (e *env) socksPod(name, beyond string) *corev1.Pod {
 	pod := e.pod(name, socksScript)
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "BEYOND", Value: beyond})
 	pod.Annotations = map[string]string{
 		annotations.ReverseForwards:  "redis:6379",
 		annotations.ReverseSocksPort: "1080",
@@ -38,11 +47,39 @@ func (e *env) socksPod(name string) *corev1.Pod {
 	return pod
 }
 
+// redisBeyond starts a Redis in the login node's network namespace, on its
+// address: a destination the cluster side reaches that is no address of the
+// shadow pod's, and returns its host:port.
+func (e *env) redisBeyond(t *testing.T) string {
+	t.Helper()
+	addr := net.JoinHostPort(e.rig.Get(t, "RIG_LOGIN_ADDR"), "6390")
+	cmd := exec.Command("ip", "netns", "exec", loginNetns, "redis-server",
+		"--bind", e.rig.Get(t, "RIG_LOGIN_ADDR"), "--port", "6390", "--save", "", "--appendonly", "no",
+		"--protected-mode", "no", "--dir", t.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redis beyond the shadow: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	e.waitFor("redis on "+addr, 10*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return addr
+}
+
 // TestSocksRefusedWithoutAllowSocks: a pod asking for a SOCKS proxy on a
 // node without Reverse.AllowSocks fails with the rule, and no job runs.
 func TestSocksRefusedWithoutAllowSocks(t *testing.T) {
 	e := newTunnelEnv(t)
-	created := e.create(e.socksPod("nosocks"))
+	created := e.create(e.socksPod("nosocks", "192.0.2.1:6379"))
 	got := e.waitPod("nosocks", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
 	if got.Status.Reason != string(annotations.ReasonSocksNotAllowed) || !strings.Contains(got.Status.Message, annotations.ReverseSocksPort) ||
 		!strings.Contains(got.Status.Message, "AllowSocks") {
@@ -53,18 +90,23 @@ func TestSocksRefusedWithoutAllowSocks(t *testing.T) {
 	}
 }
 
-// TestSocksProxy: with AllowSocks, the job reaches a Service it did not list
-// through the proxy on the node's 127.0.0.1, with a Warning Event and a
-// warning in the shadow's log; when the tunnel drops and bob takes the
+// TestSocksProxy: with AllowSocks, the job reaches a server it did not list
+// through the proxy on the node's 127.0.0.1, and is refused a name that
+// leads to the shadow's own loopback, with a Warning Event and a warning in
+// the shadow's log; when the tunnel drops and bob takes the
 // proxy's port meanwhile, the listed forwards come back all the same.
 func TestSocksProxy(t *testing.T) {
 	e := newTunnelEnv(t, tunnelOpts{reverse: "      AllowSocks: true\n"})
-	created := e.create(e.socksPod("socks"))
+	beyond := e.redisBeyond(t)
+	created := e.create(e.socksPod("socks", beyond))
 	e.waitEvent(created, "ReverseSocksProxy")
 	e.waitTick("socks", -1, "says +PONG", 120*time.Second)
 	log := strings.Join(e.logs("socks", corev1.PodLogOptions{}), "\n")
-	if !strings.Contains(log, "via socks: redis redis.default:6379 says +PONG") {
-		t.Errorf("the job did not reach redis.default through the proxy:\n%s", log)
+	if !strings.Contains(log, "via socks: redis "+beyond+" says +PONG") {
+		t.Errorf("the job did not reach %s through the proxy:\n%s", beyond, log)
+	}
+	if !strings.Contains(log, "loopback via socks: failed: ") || !strings.Contains(log, "not allowed") || strings.Contains(log, "redis.default:6379 says") {
+		t.Errorf("the proxy did not refuse redis.default, a loopback address of the shadow itself:\n%s", log)
 	}
 	sp := e.shadowPod(created, e.ns+shadow.ShadowSuffix)
 	b, err := e.client.CoreV1().Pods(sp.Namespace).GetLogs(sp.Name, &corev1.PodLogOptions{Container: shadow.ContainerReverse}).DoRaw(context.Background())
@@ -111,7 +153,7 @@ func TestSocksProxy(t *testing.T) {
 func TestSocksRefusesAWildcardListener(t *testing.T) {
 	e := newTunnelEnv(t, tunnelOpts{reverse: "      AllowSocks: true\n"})
 	e.rig.OverrideNodeSSHD(t, "GatewayPorts yes\n")
-	created := e.create(e.socksPod("gateway"))
+	created := e.create(e.socksPod("gateway", "192.0.2.1:6379"))
 	got := e.waitPod("gateway", "Failed naming GatewayPorts", 180*time.Second, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodFailed && strings.Contains(p.Status.Message, "GatewayPorts")
 	})
