@@ -130,6 +130,12 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 		p.mu.Unlock()
 	}
 	id, err := p.cfg.Jobs.Submit(ctx, job)
+	var rerr *slurm.RefusedError
+	if errors.As(err, &rerr) {
+		// what sbatch refuses it refuses again: the pod fails, with its words
+		p.refuse(st, &refusal{reason: ReasonRefused, field: "sbatch", rule: rerr.Message})
+		return true, nil
+	}
 	if err != nil {
 		return false, &waitError{reason: reasonSubmitError, err: err}
 	}

@@ -21,7 +21,15 @@ func TestValidateFlag(t *testing.T) {
 		{"--export=ALL,FOO=$BAR", true},
 		{"--account=x%y", true},
 		{"--overcommit", true},
-		{"--partition", true},
+		{"--partition", false},      // sbatch: option '--partition' requires an argument
+		{"--contiguous=yes", false}, // sbatch: option '--contiguous' doesn't allow an argument
+		{"--exclusive=user", true},
+		{"--nice", true},
+		{"--nice=10", true},
+		{"--foo=1", false},    // sbatch: unrecognized option '--foo=1'
+		{"--part=gpu", false}, // an abbreviation: written in full
+		{"--mail=x", false},   // ambiguous to sbatch
+		{"--tasks-per-node=2", true},
 		{"", false},
 		{"-p gpu", false},
 		{"-pgpu", false},

@@ -35,7 +35,9 @@ func parseSbatch(out []byte) (JobID, error) {
 // Submit submits job as a batch job named after its pod UID, once: a job
 // whose directory holds a job.id, or that Slurm knows by name, is adopted
 // instead. Otherwise Submit writes the job directory (its files and job.sh),
-// runs sbatch and records the job ID in job.id.
+// runs sbatch and records the job ID in job.id. When sbatch refuses the job
+// for what it holds (its script, an option or a value), the error is a
+// *RefusedError: submitting it again cannot succeed.
 func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 	if err := c.check(); err != nil {
 		return "", err
@@ -58,6 +60,9 @@ func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 		return "", err
 	}
 	out, err := c.Site.Run(ctx, nil, "sbatch", "--parsable", path.Join(dir, scriptFile))
+	if rerr, ok := sbatchRefused(err); ok {
+		return "", rerr
+	}
 	if err != nil {
 		return "", fmt.Errorf("sbatch %s: %w", job.UID, err)
 	}
