@@ -260,6 +260,7 @@ func TestFromPodRefuses(t *testing.T) {
 		}, "spec.containers[1].args[0]", "after $(VAR) expansion"},
 		{"unknown flag", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--partition=gpu\n--gpu=1" }, "metadata.annotations[slurm-job.vk.io/flags]", "line 2: sbatch flag \"--gpu=1\": sbatch has no option --gpu (write the option in full: --gpu-bind, --gpu-freq, --gpus"},
 		{"flag without its value", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--qos" }, "metadata.annotations[slurm-job.vk.io/flags]", "--qos needs a value"},
+		{"uid the job cannot be named after", RuntimeApptainer, func(p *corev1.Pod) { p.UID = "0B5C-Upper" }, "metadata.uid", "invalid pod uid"},
 		{"cpu out of range", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers[1].Resources.Requests["cpu"] = qty("2E") }, "spec.containers[1].resources.requests[cpu]", "out of range"},
 		{"deadline", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(-1)) }, "spec.activeDeadlineSeconds", "time limit"},
 		{"no containers", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers = nil }, "spec.containers", "no containers"},

@@ -16,8 +16,9 @@ var (
 	jobIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
 )
 
-// validUID reports a pod UID that may not name a job or a directory. It is
-// stricter than checkUID: lower case, at most 63 characters, no leading '-'.
+// validUID reports a pod UID that may not name a job or a directory: lower
+// case, at most 63 characters, no leading '-' (the API server's UIDs are
+// lower-case UUIDs).
 func validUID(uid string) error {
 	if !uidPattern.MatchString(uid) {
 		return fmt.Errorf("slurm: invalid pod uid %q", uid)
