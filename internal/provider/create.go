@@ -131,9 +131,13 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	}
 	id, err := p.cfg.Jobs.Submit(ctx, job)
 	var rerr *slurm.RefusedError
-	if errors.As(err, &rerr) {
+	switch {
+	case errors.As(err, &rerr):
 		// what sbatch refuses it refuses again: the pod fails, with its words
 		p.refuse(st, &refusal{reason: ReasonRefused, field: "sbatch", rule: rerr.Message})
+		return true, nil
+	case errors.As(err, &perr):
+		p.refuse(st, podRefusal(perr))
 		return true, nil
 	}
 	if err != nil {

@@ -44,3 +44,21 @@ func TestSbatchRefusalFailsThePod(t *testing.T) {
 		t.Errorf("got %d Submit calls after the deletion; want 1", submits)
 	}
 }
+
+// A job Submit cannot submit whatever the site does (a *PodError) fails
+// its pod after one attempt too.
+func TestSubmitPodErrorFailsThePod(t *testing.T) {
+	pod := testPod("never-renders")
+	h := newHarness(t, nil, pod)
+	h.jobs.submitErrs = []error{&slurm.PodError{Field: "spec", Reason: "render job script: boom"}, errSite}
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	got := h.waitPhase(pod, corev1.PodFailed)
+	if got.Status.Reason != ReasonRefused || got.Status.Message != "refused: spec: render job script: boom" {
+		t.Errorf("got reason %q message %q; want %s naming the render error", got.Status.Reason, got.Status.Message, ReasonRefused)
+	}
+	if submits, _, _, _ := h.jobs.counts(); submits != 1 {
+		t.Errorf("got %d Submit calls; want 1", submits)
+	}
+}
