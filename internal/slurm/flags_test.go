@@ -251,11 +251,15 @@ func FuzzValidateFlag(f *testing.F) {
 		if words := sbatchWords("#SBATCH " + flag + "\n"); len(words) != 1 || words[0] != flag {
 			t.Fatalf("sbatch reads %q as %q", flag, words)
 		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
 		for _, r := range reservedFlags {
 			if strings.HasPrefix(r, name) {
 				t.Fatalf("flag %q passes but abbreviates --%s", flag, r)
 			}
+		}
+		kind, known := sbatchOptions[name]
+		if !known || kind == argRequired && !hasValue || kind == argNone && hasValue {
+			t.Fatalf("flag %q passes but sbatch refuses it", flag)
 		}
 	})
 }
