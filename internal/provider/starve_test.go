@@ -84,3 +84,24 @@ func TestDeleteDoesNotWaitForSubmissionBackoff(t *testing.T) {
 		t.Errorf("the deleted pod is still in the API server; want it deleted once its deletion ran")
 	}
 }
+
+// A submission that hangs (an sbatch waiting on a slurmctld that does not
+// answer) gives its slot back after SubmitTimeout: another pod is still
+// submitted.
+func TestHangingSubmissionGivesItsSlotBack(t *testing.T) {
+	stuck, free := testPod("stuck"), testPod("free")
+	h := newHarness(t, func(c *Config) {
+		c.SubmitWorkers = 1
+		c.SubmitTimeout = 20 * time.Millisecond
+		c.Backoff = time.Hour
+	}, stuck, free)
+	h.jobs.hang = map[string]bool{string(stuck.UID): true}
+	if err := h.p.CreatePod(context.Background(), stuck); err != nil {
+		t.Fatalf("CreatePod(stuck): %v", err)
+	}
+	h.waitEvent("Warning SubmitWaiting context deadline exceeded")
+	if err := h.p.CreatePod(context.Background(), free); err != nil {
+		t.Fatalf("CreatePod(free): %v", err)
+	}
+	h.waitEvent("submitted as Slurm job 101")
+}
