@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-hpc/sluice/internal/hostname"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 )
 
@@ -92,8 +93,7 @@ func parseEndpoint(s string) (tunnel.Endpoint, error) {
 }
 
 // checkHost accepts a host to connect to: an IP address that is neither
-// unspecified, multicast nor zoned, or a host name (tunnel.CheckNode: DNS
-// labels, at most 253 characters, no trailing dot).
+// unspecified, multicast nor zoned, or a host name (hostname.Check).
 func checkHost(h string) error {
 	if a, err := netip.ParseAddr(h); err == nil {
 		switch {
@@ -104,8 +104,9 @@ func checkHost(h string) error {
 		}
 		return nil
 	}
-	if tunnel.CheckNode(h) != nil {
-		return fmt.Errorf("host %q is not a host name or an IP address", h)
+	var he *hostname.Error
+	if err := hostname.Check(h); errors.As(err, &he) {
+		return fmt.Errorf("host %q is not a host name or an IP address: %s", h, he.Rule)
 	}
 	return nil
 }

@@ -49,8 +49,8 @@ func (f Forward) String() string {
 // Entries are separated by any mix of spaces, tabs, newlines and commas;
 // repeated separators are fine, and a value without entries asks for none.
 // Each entry is host:port or listenport:host:port. Hosts are DNS names (see
-// checkName: RFC 1123, case-insensitive, at most 253 characters, no
-// trailing dot) or IP addresses, IPv6 in brackets: "[fd00::1]:443",
+// checkName: the project's host-name rule, case-insensitive, at most 253
+// characters, no trailing dot) or IP addresses, IPv6 in brackets: "[fd00::1]:443",
 // "8443:[::1]:443". Ports are decimal 1-65535 without sign or leading zeros.
 // No two entries may listen on the same port, and there are at most
 // MaxForwards.

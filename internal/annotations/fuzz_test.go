@@ -15,8 +15,9 @@ import (
 // plain tests, and go test -fuzz=<target> starts from it.
 
 var (
-	// dnsName is RFC 1123 host-name syntax, written apart from checkName.
-	dnsName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+	// dnsName is RFC 1123 host-name syntax with the '_' of Slurm node
+	// names, written apart from checkName.
+	dnsName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$`)
 	// safeDial is what may appear in a shell line or an ssh request
 	// unquoted: no whitespace, no shell metacharacter.
 	safeDial = regexp.MustCompile(`^[A-Za-z0-9.:\[\]-]+$`)

@@ -1,66 +1,41 @@
 package annotations
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/hostname"
 )
 
-// maxHostLen is the longest DNS name, without a trailing dot.
-const maxHostLen = 253
-
-// checkName checks a DNS name as RFC 1123 writes host names, case-insensitive:
-// dot-separated labels of 1-63 letters, digits and hyphens, neither starting
-// nor ending with a hyphen, at most 253 characters in all. Two rules are
-// stricter than RFC 1123:
+// checkName checks a DNS name by the project's one host-name rule
+// (hostname.Check: letters, digits, hyphens and underscores, and a last
+// label that starts with a letter, so that the C library never takes the
+// name for an IPv4 address and never looks it up in /etc/hosts). Two rules
+// are added here:
 //   - no trailing dot: the job keeps the name in /etc/hosts, where
 //     "redis." and "redis" are different names, so the absolute form would
 //     silently not match what the workload looks up;
-//   - the last label starts with a letter (as Service names and top-level
-//     domains do), so that no name reads as a number: the C library takes
-//     "10.1", "0x7f" or "2130706433" for IPv4 addresses and would never look
-//     them up in /etc/hosts.
+//   - a bare name is a Service of the pod's namespace, whose names hold
+//     no '_'.
 //
 // It returns the rule broken, or "".
 func checkName(h string) string {
 	switch {
 	case h == "":
 		return "host is empty"
-	case len(h) > maxHostLen:
-		return "host is longer than 253 characters"
 	case strings.HasSuffix(h, "."):
 		return "host must not end with a dot"
 	}
-	labels := strings.Split(h, ".")
-	for _, l := range labels {
-		if rule := checkLabel(l); rule != "" {
-			return rule
-		}
+	var he *hostname.Error
+	if errors.As(hostname.Check(h), &he) {
+		return "host: " + he.Rule
 	}
-	if last := labels[len(labels)-1]; !isLetter(last[0]) {
-		return "host must be an IP address or a DNS name whose last label starts with a letter"
+	if isBareName(h) && strings.Contains(h, "_") {
+		return "host: a name without a dot is a Service of the pod's namespace, and Service names hold no '_'"
 	}
 	return ""
 }
-
-func checkLabel(l string) string {
-	switch {
-	case l == "":
-		return "host has an empty label"
-	case len(l) > 63:
-		return "host has a label longer than 63 characters"
-	case l[0] == '-' || l[len(l)-1] == '-':
-		return "host labels must not start or end with a hyphen"
-	}
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		if !isLetter(c) && !(c >= '0' && c <= '9') && c != '-' {
-			return "host must be a DNS name (letters, digits, hyphens and dots) or an IP address"
-		}
-	}
-	return ""
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // checkIP checks an address the shadow can open a TCP connection to: a
 // unicast address without a zone (a zone names an interface of the machine

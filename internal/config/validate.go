@@ -3,13 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"path"
 	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/sluice-hpc/sluice/internal/hostname"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sluice-hpc/sluice/internal/sitepath"
@@ -73,8 +73,8 @@ func (c *Config) Validate() error {
 
 	h := n.SSH
 	if s.Access == AccessSSH || n.EnableTunnel {
-		if !isHost(h.LoginHost) {
-			bad("Network.SSH.LoginHost", "must be a host name or IP address, got %q", h.LoginHost)
+		if err := hostname.CheckHost(h.LoginHost); err != nil {
+			bad("Network.SSH.LoginHost", "must be a host name or IP address: %v", err)
 		}
 		if !userName.MatchString(h.User) {
 			bad("Network.SSH.User", "must be a user name, got %q", h.User)
@@ -143,11 +143,4 @@ func absPath(bad reporter, key, p string, required bool) {
 	case strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		bad(key, "must not contain spaces or control characters, got %q", p)
 	}
-}
-
-func isHost(h string) bool {
-	if net.ParseIP(h) != nil {
-		return true
-	}
-	return len(validation.IsDNS1123Subdomain(strings.ToLower(h))) == 0
 }

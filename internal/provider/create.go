@@ -58,17 +58,13 @@ func (p *Provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 }
 
 // submit turns the pod into a job and submits it, retrying with backoff
-// until it is submitted, refused, deleted or ctx ends.
+// until it is submitted, refused, deleted or ctx ends. Between attempts it
+// holds nothing: a pod that waits (for a ConfigMap, its kept init
+// containers, the site) neither keeps another pod from being submitted nor
+// holds up its own deletion.
 func (p *Provider) submit(ctx context.Context, st *podState) {
-	p.submits <- struct{}{}
-	defer func() { <-p.submits }()
-	st.op.Lock()
-	defer st.op.Unlock()
 	for attempt := 0; ; attempt++ {
-		if p.isDeleting(st) {
-			return
-		}
-		done, err := p.trySubmit(ctx, st)
+		done, err := p.attempt(ctx, st)
 		if done {
 			return
 		}
@@ -77,6 +73,27 @@ func (p *Provider) submit(ctx context.Context, st *podState) {
 			return
 		}
 	}
+}
+
+// attempt runs one trySubmit, holding the pod (st.op, so that no deletion
+// runs meanwhile) and then a slot of the submissions in flight, for at most
+// SubmitTimeout, and lets both go when it returns. It reports done when there is nothing more to
+// do: the pod was submitted or refused, it is being deleted, or ctx ended.
+func (p *Provider) attempt(ctx context.Context, st *podState) (bool, error) {
+	st.op.Lock()
+	defer st.op.Unlock()
+	if p.isDeleting(st) {
+		return true, nil
+	}
+	select {
+	case p.submits <- struct{}{}:
+	case <-ctx.Done():
+		return true, nil
+	}
+	defer func() { <-p.submits }()
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.SubmitTimeout)
+	defer cancel()
+	return p.trySubmit(ctx, st)
 }
 
 // trySubmit makes one attempt. It reports done once the pod is submitted
@@ -115,6 +132,16 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 		p.mu.Unlock()
 	}
 	id, err := p.cfg.Jobs.Submit(ctx, job)
+	var rerr *slurm.RefusedError
+	switch {
+	case errors.As(err, &rerr):
+		// what sbatch refuses it refuses again: the pod fails, with its words
+		p.refuse(st, &refusal{reason: ReasonRefused, field: "sbatch", rule: rerr.Message})
+		return true, nil
+	case errors.As(err, &perr):
+		p.refuse(st, podRefusal(perr))
+		return true, nil
+	}
 	if err != nil {
 		return false, &waitError{reason: reasonSubmitError, err: err}
 	}

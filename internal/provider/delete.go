@@ -35,6 +35,9 @@ func (p *Provider) startDelete(st *podState) {
 		return
 	}
 	st.deleting = true
+	if st.stopFollow != nil {
+		st.stopFollow() // the shadow goes: its node no longer matters
+	}
 	p.mu.Unlock()
 	p.background(func(ctx context.Context) { p.delete(ctx, st) })
 }
@@ -87,7 +90,8 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 	p.forget(st)
 }
 
-// retry runs fn until it succeeds, with backoff; false means ctx ended.
+// retry runs fn, a step of a deletion or another step that must be done,
+// until it succeeds, with backoff; false means ctx ended.
 func (p *Provider) retry(ctx context.Context, what string, pod *corev1.Pod, fn func() error) bool {
 	for attempt := 0; ; attempt++ {
 		err := fn()
@@ -97,7 +101,7 @@ func (p *Provider) retry(ctx context.Context, what string, pod *corev1.Pod, fn f
 		if ctx.Err() != nil {
 			return false
 		}
-		p.log.Warn("provider: deletion step failed; retrying", "step", what, "pod", keyOf(pod), "uid", pod.UID, "attempt", attempt+1, "error", err)
+		p.log.Warn("provider: step failed; retrying", "step", what, "pod", keyOf(pod), "uid", pod.UID, "attempt", attempt+1, "error", err)
 		if !sleep(ctx, p.backoff(attempt)) {
 			return false
 		}

@@ -40,6 +40,7 @@ type fakeJobs struct {
 	logOpts     []slurm.LogOptions
 	failures    map[string]string // FailureMessage, by UID
 	nextID      int
+	hang        map[string]bool // Submit of these UIDs waits for its ctx to end
 }
 
 var _ Jobs = (*fakeJobs)(nil)
@@ -48,9 +49,15 @@ func newFakeJobs() *fakeJobs {
 	return &fakeJobs{jobs: map[string]slurm.JobID{}, statuses: map[string]slurm.Status{}, logs: map[string]string{}, nextID: 100}
 }
 
-func (f *fakeJobs) Submit(_ context.Context, job *slurm.Job) (slurm.JobID, error) {
+func (f *fakeJobs) Submit(ctx context.Context, job *slurm.Job) (slurm.JobID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hang[job.UID] {
+		f.mu.Unlock()
+		<-ctx.Done()
+		f.mu.Lock()
+		return "", ctx.Err()
+	}
 	f.submits++
 	f.lastJob = job
 	if len(f.submitErrs) > 0 {

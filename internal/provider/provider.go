@@ -76,6 +76,11 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// SubmitWorkers bounds the submissions in flight. If zero, 4.
 	SubmitWorkers int
+	// SubmitTimeout bounds one submission attempt, so that a command that
+	// hangs (an sbatch waiting on a slurmctld that does not answer) gives
+	// its slot back; the attempt is then retried, and Submit adopts a job
+	// that the cut-short sbatch did submit. If zero, 5 minutes.
+	SubmitTimeout time.Duration
 	// Logger receives what the provider does not return. If nil, slog.Default().
 	Logger *slog.Logger
 	// Now tells the time. If nil, time.Now.
@@ -131,6 +136,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.SubmitWorkers <= 0 {
 		cfg.SubmitWorkers = 4
+	}
+	if cfg.SubmitTimeout <= 0 {
+		cfg.SubmitTimeout = 5 * time.Minute
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second

@@ -133,20 +133,35 @@ func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.Reve
 }
 
 // followNode tells the shadow the node the job runs on (and the job's id,
-// for the srun carrier), so that the tunnel follows a requeue.
+// for the srun carrier), so that the tunnel follows a requeue. Each call
+// supersedes the one before: its attempt, retried in the background, is
+// cancelled, and the shadow's node is written by one attempt at a time, each
+// checking first that its node is still the current one, so that a late
+// retry for an old node never overwrites a newer one.
 func (p *Provider) followNode(st *podState, node string) {
 	p.mu.Lock()
 	has := st.shadow
 	pod := st.pod.DeepCopy()
 	job := string(st.ref.JobID)
+	if st.stopFollow != nil {
+		st.stopFollow()
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	st.stopFollow = stop
 	p.mu.Unlock()
 	if !has || p.cfg.Shadows == nil {
 		return
 	}
 	p.background(func(ctx context.Context) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(stopped, cancel)()
 		p.retry(ctx, "set the shadow's node", pod, func() error {
-			if p.isDeleting(st) {
-				return nil
+			st.setNode.Lock()
+			defer st.setNode.Unlock()
+			// stopped, not ctx: ctx follows it from another goroutine
+			if stopped.Err() != nil || p.isDeleting(st) {
+				return nil // superseded, or no longer wanted
 			}
 			return p.cfg.Shadows.SetNode(ctx, pod, node, job)
 		})

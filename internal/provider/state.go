@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"sync"
 
 	"github.com/sluice-hpc/sluice/internal/slurm"
@@ -11,9 +12,13 @@ import (
 // podState is what the provider holds for one pod. Its fields are guarded
 // by Provider.mu, except op.
 type podState struct {
-	// op is held by the one submission or deletion working on the pod, so
-	// that a deletion never races a submission into leaking a job.
+	// op is held by the one submission attempt or deletion working on the
+	// pod, so that a deletion never races a submission into leaking a job.
 	op sync.Mutex
+	// setNode is held while the shadow's node is written (followNode).
+	setNode sync.Mutex
+	// stopFollow cancels the last followNode's attempt; nil if none.
+	stopFollow context.CancelFunc
 
 	// pod is the pod as the provider reports it: its spec as last seen, its
 	// status as last computed.

@@ -244,7 +244,7 @@ func TestSetNode(t *testing.T) {
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
-	for _, node := range []string{"node1", "cn-0042.cluster.example.org", "10.251.2.2", "fd00::5", ""} {
+	for _, node := range []string{"node1", "cn-0042.cluster.example.org", "gpu_01", "10.251.2.2", "fd00::5", ""} {
 		if err := m.SetNode(ctx, pod, node, "1234_5"); err != nil {
 			t.Errorf("SetNode(%q): %v", node, err)
 			continue

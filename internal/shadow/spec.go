@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/hostname"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -98,8 +99,8 @@ func (s Spec) Validate() error {
 	if msgs := validation.IsValidLabelValue(s.NodeName); s.NodeName == "" || len(msgs) > 0 {
 		bad("NodeName", "%q is not a label value", s.NodeName)
 	}
-	if net.ParseIP(s.LoginHost) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(s.LoginHost))) > 0 {
-		bad("LoginHost", "%q is not a host name or IP address", s.LoginHost)
+	if err := hostname.CheckHost(s.LoginHost); err != nil {
+		bad("LoginHost", "%v", err)
 	}
 	if s.LoginPort < 1 || s.LoginPort > 65535 {
 		bad("LoginPort", "must be 1-65535, got %d", s.LoginPort)

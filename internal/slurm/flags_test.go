@@ -21,7 +21,15 @@ func TestValidateFlag(t *testing.T) {
 		{"--export=ALL,FOO=$BAR", true},
 		{"--account=x%y", true},
 		{"--overcommit", true},
-		{"--partition", true},
+		{"--partition", false},      // sbatch: option '--partition' requires an argument
+		{"--contiguous=yes", false}, // sbatch: option '--contiguous' doesn't allow an argument
+		{"--exclusive=user", true},
+		{"--nice", true},
+		{"--nice=10", true},
+		{"--foo=1", false},    // sbatch: unrecognized option '--foo=1'
+		{"--part=gpu", false}, // an abbreviation: written in full
+		{"--mail=x", false},   // ambiguous to sbatch
+		{"--tasks-per-node=2", true},
 		{"", false},
 		{"-p gpu", false},
 		{"-pgpu", false},
@@ -243,11 +251,15 @@ func FuzzValidateFlag(f *testing.F) {
 		if words := sbatchWords("#SBATCH " + flag + "\n"); len(words) != 1 || words[0] != flag {
 			t.Fatalf("sbatch reads %q as %q", flag, words)
 		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
 		for _, r := range reservedFlags {
 			if strings.HasPrefix(r, name) {
 				t.Fatalf("flag %q passes but abbreviates --%s", flag, r)
 			}
+		}
+		kind, known := sbatchOptions[name]
+		if !known || kind == argRequired && !hasValue || kind == argNone && hasValue {
+			t.Fatalf("flag %q passes but sbatch refuses it", flag)
 		}
 	})
 }

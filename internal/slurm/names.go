@@ -16,7 +16,6 @@ import (
 var (
 	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	podUID       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 	shellName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// safePath is the character set of a job directory (see sitepath).
 	safePath = sitepath.Chars
@@ -42,12 +41,9 @@ func checkPodName(s string) error {
 	return nil
 }
 
-func checkUID(s string) error {
-	if len(s) > 128 || !podUID.MatchString(s) {
-		return fmt.Errorf("pod uid %q is not a UID", s)
-	}
-	return nil
-}
+// checkUID checks a pod UID by the rule of the job it names (validUID):
+// a UID the script took and Submit refused would wait for ever.
+func checkUID(s string) error { return validUID(s) }
 
 func checkContainerName(s string) error {
 	if err := checkDNSLabel("container name", s); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -147,8 +146,8 @@ func (b *podBuilder) annotations() error {
 	}
 	b.job.Flags = flags
 	pre := a[AnnotationPreExec]
-	if strings.IndexByte(pre, 0) >= 0 {
-		return podErr("metadata.annotations["+AnnotationPreExec+"]", "the snippet holds a NUL byte")
+	if err := checkScriptText(pre); err != nil {
+		return podErr("metadata.annotations["+AnnotationPreExec+"]", "the snippet %v", err)
 	}
 	b.job.PreExec = pre
 	return nil
@@ -188,6 +187,12 @@ func (b *podBuilder) container(c *corev1.Container, field string) (Container, er
 		Args:       env.expandAll(c.Args),
 		WorkingDir: c.WorkingDir,
 		EnvFile:    envFilePath(c.Name),
+	}
+	if i, err := checkArgv(jc.Command); err != nil {
+		return Container{}, podErr(fmt.Sprintf("%s.command[%d]", field, i), "%v (after $(VAR) expansion)", err)
+	}
+	if i, err := checkArgv(jc.Args); err != nil {
+		return Container{}, podErr(fmt.Sprintf("%s.args[%d]", field, i), "%v (after $(VAR) expansion)", err)
 	}
 	if err := b.addFile(field+".env", File{Path: jc.EnvFile, Data: data, Mode: envFileMode}); err != nil {
 		return Container{}, err

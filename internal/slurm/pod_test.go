@@ -250,6 +250,17 @@ func TestFromPodRefuses(t *testing.T) {
 		{"flags", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--exclusive\n--output=/tmp/x" }, "metadata.annotations[slurm-job.vk.io/flags]", "line 2"},
 		{"flag injection", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--qos=a --wrap=id" }, "metadata.annotations[slurm-job.vk.io/flags]", "one long option"},
 		{"pre-exec NUL", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationPreExec] = "a\x00" }, "metadata.annotations[slurm-job.vk.io/pre-exec]", "NUL"},
+		{"pre-exec CR LF", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationPreExec] = "module load x\r\necho ok" }, "metadata.annotations[slurm-job.vk.io/pre-exec]", "CR LF"},
+		{"command NUL", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers[1].Command = []string{"sh", "-c", "echo a\x00b"} }, "spec.containers[1].command[2]", "NUL byte, which sbatch refuses"},
+		{"args CR LF", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers[1].Args = []string{"x", "a\r\nb"} }, "spec.containers[1].args[1]", "CR LF line break, which sbatch refuses"},
+		{"init args NUL", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.InitContainers[0].Args = []string{"\x00"} }, "spec.initContainers[0].args[0]", "NUL"},
+		{"CR LF through $(VAR)", RuntimeApptainer, func(p *corev1.Pod) {
+			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "DOS", Value: "a\r\nb"}}
+			p.Spec.Containers[1].Args = []string{"$(DOS)"}
+		}, "spec.containers[1].args[0]", "after $(VAR) expansion"},
+		{"unknown flag", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--partition=gpu\n--gpu=1" }, "metadata.annotations[slurm-job.vk.io/flags]", "line 2: sbatch flag \"--gpu=1\": sbatch has no option --gpu (write the option in full: --gpu-bind, --gpu-freq, --gpus"},
+		{"flag without its value", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--qos" }, "metadata.annotations[slurm-job.vk.io/flags]", "--qos needs a value"},
+		{"uid the job cannot be named after", RuntimeApptainer, func(p *corev1.Pod) { p.UID = "0B5C-Upper" }, "metadata.uid", "invalid pod uid"},
 		{"cpu out of range", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers[1].Resources.Requests["cpu"] = qty("2E") }, "spec.containers[1].resources.requests[cpu]", "out of range"},
 		{"deadline", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(-1)) }, "spec.activeDeadlineSeconds", "time limit"},
 		{"no containers", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers = nil }, "spec.containers", "no containers"},

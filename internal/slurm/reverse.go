@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/hostname"
 	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
@@ -161,19 +162,13 @@ func (r *ReverseJob) checkForwards() error {
 	return nil
 }
 
-// checkHostName checks a name for /etc/hosts: dot-separated labels of
-// letters, digits and hyphens, at most 253 characters, and not localhost
-// (which stays the node's).
+// checkHostName checks a name for /etc/hosts: a host name
+// (hostname.Check), and not localhost (which stays the node's).
 func checkHostName(n string) error {
-	if len(n) > 253 || isLocalhost(n) {
+	if isLocalhost(n) {
 		return fmt.Errorf("host name %q cannot be mapped", n)
 	}
-	for _, l := range strings.Split(n, ".") {
-		if !dnsLabel.MatchString(strings.ToLower(l)) || len(l) > 63 {
-			return fmt.Errorf("host name %q is not a DNS name", n)
-		}
-	}
-	return nil
+	return hostname.Check(n)
 }
 
 // reverseData fills templates/reverse.sh.tmpl.

@@ -144,6 +144,12 @@ func (r Runtime) checkContainer(c *Container) error {
 			return fmt.Errorf("container %s: %w", c.Name, err)
 		}
 	}
+	if i, err := checkArgv(c.Command); err != nil {
+		return fmt.Errorf("container %s: command[%d] %w", c.Name, i, err)
+	}
+	if i, err := checkArgv(c.Args); err != nil {
+		return fmt.Errorf("container %s: args[%d] %w", c.Name, i, err)
+	}
 	if c.EnvFile != "" {
 		if err := checkRelPath(c.EnvFile); err != nil {
 			return fmt.Errorf("container %s: env file: %w", c.Name, err)

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"strings"
 	"text/template"
 	"time"
 
@@ -58,6 +57,9 @@ func Script(job *Job, opts ScriptOptions) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	if err := scriptTemplate.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("render job script: %w", err)
+	}
+	if err := checkRendered(b.Bytes()); err != nil {
 		return nil, fmt.Errorf("render job script: %w", err)
 	}
 	return b.Bytes(), nil
@@ -185,8 +187,8 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 	if r.CPUs < 0 || r.MemoryMiB < 0 || r.GPUs < 0 || r.TimeLimit < 0 {
 		return fmt.Errorf("negative resources %+v", r)
 	}
-	if strings.ContainsRune(job.PreExec, 0) {
-		return errors.New("pre-exec holds a NUL byte")
+	if err := checkScriptText(job.PreExec); err != nil {
+		return fmt.Errorf("pre-exec %w", err)
 	}
 	if job.Reverse != nil {
 		return job.Reverse.check(job.UID)

@@ -120,6 +120,9 @@ func TestParseBatchHost(t *testing.T) {
 		{"node[1-2]", "", false},
 		{"a..b", "", false},
 		{strings.Repeat("a", 64), "", false},
+		{"_gpu", "", false},
+		{"0x7f", "", false},
+		{"10.1", "", false},
 	}
 	for _, tt := range tests {
 		got, err := parseBatchHost(tt.in)

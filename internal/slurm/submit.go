@@ -37,16 +37,20 @@ func parseSbatch(out []byte) (JobID, error) {
 // Submit submits job as a batch job named after its pod UID, once: a job
 // whose directory holds a job.id, or that Slurm knows by name, is adopted
 // instead. Otherwise Submit writes the job directory (its files and job.sh),
-// runs sbatch and records the job ID in job.id.
+// runs sbatch and records the job ID in job.id. A job that cannot be
+// submitted whatever the site does gives a *PodError (one whose script
+// does not render), or a *RefusedError when sbatch refuses it for what it
+// holds (its script, an option or a value): submitting it again cannot
+// succeed.
 func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 	if err := c.check(); err != nil {
 		return "", err
 	}
 	if err := validUID(job.UID); err != nil {
-		return "", err
+		return "", &PodError{Field: "metadata.uid", Reason: err.Error()}
 	}
 	if err := checkNamespace(job.Namespace); err != nil {
-		return "", err
+		return "", &PodError{Field: "metadata.namespace", Reason: err.Error()}
 	}
 	dir := JobDir(c.DataRoot, job.Namespace, job.UID)
 	id, err := c.existing(ctx, job.UID, dir)
@@ -60,6 +64,9 @@ func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 		return "", err
 	}
 	out, err := c.Site.Run(ctx, nil, "sbatch", "--parsable", path.Join(dir, scriptFile))
+	if rerr, ok := sbatchRefused(err); ok {
+		return "", rerr
+	}
 	if err != nil {
 		return "", fmt.Errorf("sbatch %s: %w", job.UID, err)
 	}
@@ -170,7 +177,8 @@ func (c *Client) writeID(ctx context.Context, dir string, id JobID) error {
 func (c *Client) writeJob(ctx context.Context, job *Job, dir string) error {
 	script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: c.Runtime})
 	if err != nil {
-		return err
+		// the same job renders the same way at every attempt
+		return &PodError{Field: "spec", Reason: err.Error()}
 	}
 	if err := c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
 		return fmt.Errorf("create job directory: %w", err)

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"path"
 	"slices"
@@ -224,11 +225,27 @@ func TestSubmitSbatchFails(t *testing.T) {
 		return nil, nil
 	}
 	_, err := c.Submit(context.Background(), sampleJob())
-	if err == nil || !strings.Contains(err.Error(), "invalid partition") {
-		t.Fatalf("Submit error = %v; want sbatch's", err)
+	var rerr *RefusedError
+	if !errors.As(err, &rerr) || rerr.Message != "invalid partition specified: nope" {
+		t.Fatalf("Submit error = %v; want a *RefusedError with sbatch's message", err)
 	}
 	if _, ok := f.file(path.Join(testRoot, "lab-"+sampleUID, "job.id")); ok {
 		t.Errorf("job.id written for a job that was not submitted")
+	}
+}
+
+func TestSubmitSbatchFailsForNow(t *testing.T) {
+	c, f, _ := newTestClient(t)
+	f.handle = func(args []string) ([]byte, error) {
+		if program(args) == "sbatch" {
+			return nil, exitErr(args, 1, "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)")
+		}
+		return nil, nil
+	}
+	_, err := c.Submit(context.Background(), sampleJob())
+	var rerr *RefusedError
+	if err == nil || errors.As(err, &rerr) || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		t.Fatalf("Submit error = %v; want sbatch's, to retry", err)
 	}
 }
 

@@ -2,9 +2,10 @@ package slurm
 
 import (
 	"fmt"
-	"net/netip"
 	"regexp"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/hostname"
 )
 
 // Names that reach command lines and paths are checked, whatever their
@@ -13,12 +14,11 @@ import (
 var (
 	uidPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 	jobIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
-	// hostLabel allows the underscore that some sites use in node names.
-	hostLabel = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
 )
 
-// validUID reports a pod UID that may not name a job or a directory. It is
-// stricter than checkUID: lower case, at most 63 characters, no leading '-'.
+// validUID reports a pod UID that may not name a job or a directory: lower
+// case, at most 63 characters, no leading '-' (the API server's UIDs are
+// lower-case UUIDs).
 func validUID(uid string) error {
 	if !uidPattern.MatchString(uid) {
 		return fmt.Errorf("slurm: invalid pod uid %q", uid)
@@ -35,25 +35,14 @@ func ParseJobID(s string) (JobID, error) {
 }
 
 // parseBatchHost checks a batch host reported by Slurm: a host name or an IP
-// literal. Slurm's words for "none" give "".
+// literal (hostname.CheckHost). Slurm's words for "none" give "".
 func parseBatchHost(s string) (string, error) {
 	switch s {
 	case "", "n/a", "N/A", "(null)", "None", "None assigned":
 		return "", nil
 	}
-	if addr, err := netip.ParseAddr(s); err == nil {
-		if addr.Zone() != "" {
-			return "", fmt.Errorf("slurm: invalid batch host %q", s)
-		}
-		return s, nil
-	}
-	if len(s) > 253 {
-		return "", fmt.Errorf("slurm: invalid batch host %q", s)
-	}
-	for _, label := range strings.Split(s, ".") {
-		if !hostLabel.MatchString(label) {
-			return "", fmt.Errorf("slurm: invalid batch host %q", s)
-		}
+	if err := hostname.CheckHost(s); err != nil {
+		return "", fmt.Errorf("slurm: invalid batch host: %w", err)
 	}
 	return s, nil
 }

@@ -238,7 +238,7 @@ func TestRefusedRequests(t *testing.T) {
 			append([]byte{5, 0}, failure(ReplyCommandNotSupported)...), StageRequest},
 		{"address type 2", append(noAuth, 5, 1, 0, 2, 10, 0, 0, 1, 0, 80),
 			append([]byte{5, 0}, failure(ReplyAddressNotSupported)...), StageRequest},
-		{"bad host name", append(noAuth, domainRequest("bad_name.example")...),
+		{"bad host name", append(noAuth, domainRequest("bad name.example")...),
 			append([]byte{5, 0}, failure(ReplyGeneralFailure)...), StageRequest},
 		{"control byte in host name", append(noAuth, domainRequest("a\x00b")...),
 			append([]byte{5, 0}, failure(ReplyGeneralFailure)...), StageRequest},

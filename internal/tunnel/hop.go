@@ -9,13 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/hostname"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"golang.org/x/crypto/ssh"
 )
@@ -86,34 +85,12 @@ func (h *Hop) config(keys ssh.HostKeyCallback, addr string) *ssh.ClientConfig {
 	}
 }
 
-var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
-
 // CheckNode accepts a compute node name as Slurm reports it and the node
-// ConfigMap carries it: a host name or an IP literal, nothing else. It is
-// the only check between that name and an SSH request.
+// ConfigMap carries it: a host name or an IP literal (hostname.CheckHost),
+// nothing else. It is the only check between that name and an SSH request.
 func CheckNode(node string) error {
-	if err := checkHost(node); err != nil {
-		return fmt.Errorf("tunnel: node %w", err)
-	}
-	return nil
-}
-
-// checkHost accepts a host name (DNS labels, at most 253 characters) or an
-// IP literal without a zone.
-func checkHost(host string) error {
-	if addr, err := netip.ParseAddr(host); err == nil {
-		if addr.Zone() != "" {
-			return fmt.Errorf("%q: zoned addresses are not host names", host)
-		}
-		return nil
-	}
-	if host == "" || len(host) > 253 {
-		return fmt.Errorf("%q: not a host name", host)
-	}
-	for _, label := range strings.Split(host, ".") {
-		if !hostLabel.MatchString(label) {
-			return fmt.Errorf("%q: not a host name", host)
-		}
+	if err := hostname.CheckHost(node); err != nil {
+		return fmt.Errorf("tunnel: node: %w", err)
 	}
 	return nil
 }

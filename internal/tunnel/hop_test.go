@@ -8,14 +8,14 @@ import (
 )
 
 func TestCheckNode(t *testing.T) {
-	good := []string{"node1", "gpu-01.cluster.example.org", "10.251.2.2", "fd00::2", strings.Repeat("a", 63)}
+	good := []string{"node1", "gpu-01.cluster.example.org", "gpu_01", "10.251.2.2", "fd00::2", strings.Repeat("a", 63)}
 	for _, n := range good {
 		if err := CheckNode(n); err != nil {
 			t.Errorf("CheckNode(%q) = %v; want nil", n, err)
 		}
 	}
 	bad := []string{"", "-oProxyCommand=sh", "node1;id", "node 1", "node1\n", "a..b", "fe80::1%eth0",
-		strings.Repeat("a", 64), strings.Repeat("a.", 127) + "a", "$(id)", "node_1"}
+		strings.Repeat("a", 64), strings.Repeat("a.", 127) + "a", "$(id)", "_node", "10.1"}
 	for _, n := range bad {
 		if err := CheckNode(n); err == nil {
 			t.Errorf("CheckNode(%q) = nil; want an error", n)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-hpc/sluice/internal/hostname"
 	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
 
@@ -49,8 +50,8 @@ func (e Endpoint) check() error {
 	if e.Port < 1 || e.Port > 65535 {
 		return fmt.Errorf("endpoint %s: port %d out of range", e, e.Port)
 	}
-	if err := checkHost(e.Host); err != nil {
-		return fmt.Errorf("endpoint %s: host %w", e, err)
+	if err := hostname.CheckHost(e.Host); err != nil {
+		return fmt.Errorf("endpoint %s: %w", e, err)
 	}
 	return nil
 }

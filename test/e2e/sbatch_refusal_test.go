@@ -1,0 +1,52 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestWhatSbatchRefusesFailsThePod: a pod whose job sbatch would refuse at
+// every submission fails at once with the reason instead of waiting
+// Pending for ever. A CR LF in an argument is refused by sluice before
+// anything is submitted; a flag value only sbatch checks is refused by the
+// rig's sbatch, whose words the pod then carries, after one attempt.
+func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
+	e := newEnv(t)
+
+	dos := e.pod("dos", "echo hi")
+	dos.Spec.Containers[0].Args = []string{"line one\r\nline two"}
+	dosUID := e.create(dos).UID
+	got := e.waitPod("dos", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
+	if got.Status.Reason != "SluiceRefused" || !strings.Contains(got.Status.Message, "spec.containers[0].args[0]") ||
+		!strings.Contains(got.Status.Message, "CR LF") {
+		t.Errorf("got reason %q message %q; want SluiceRefused naming spec.containers[0].args[0] and the CR LF", got.Status.Reason, got.Status.Message)
+	}
+	e.waitEvent(got, "refused: spec.containers[0].args[0]")
+	if jobs := e.squeue(string(dosUID)); len(jobs) != 0 {
+		t.Errorf("got Slurm jobs %v for a refused pod; want none", jobs)
+	}
+
+	late := e.pod("late", "echo hi")
+	late.Annotations = map[string]string{slurm.AnnotationFlags: "--time=soon"}
+	lateUID := e.create(late).UID
+	got = e.waitPod("late", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
+	const want = "refused: sbatch: Invalid --time specification"
+	if got.Status.Reason != "SluiceRefused" || got.Status.Message != want {
+		t.Errorf("got reason %q message %q; want SluiceRefused and %q", got.Status.Reason, got.Status.Message, want)
+	}
+	e.waitEvent(got, want)
+	for _, ev := range e.events(got) {
+		if strings.HasPrefix(ev, "SubmitWaiting:") {
+			t.Errorf("got Event %q; want the pod failed at the first refusal, not waiting to submit again", ev)
+		}
+	}
+	if jobs := e.squeue(string(lateUID)); len(jobs) != 0 {
+		t.Errorf("got Slurm jobs %v for a pod sbatch refused; want none", jobs)
+	}
+}
