@@ -84,7 +84,7 @@ func program(args []string) (string, []string) {
 	return "", nil
 }
 
-func (f *fakeSite) Run(ctx context.Context, _ io.Reader, args ...string) ([]byte, error) {
+func (f *fakeSite) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (f *fakeSite) Run(ctx context.Context, _ io.Reader, args ...string) ([]byte
 		return nil, nil
 	case "sbatch":
 		f.sbatch.Add(1)
-		return f.submit(args)
+		return f.submit(args, stdin)
 	case "scancel":
 		f.scancel.Add(1)
 		f.cancel(rest)
@@ -161,15 +161,21 @@ func (f *fakeSite) squeue(rest []string) []byte {
 
 // submit runs `sbatch --parsable <dir>/job.sh`: the job starts at once and
 // its containers (read from the script's log redirections) start logging.
-func (f *fakeSite) submit(args []string) ([]byte, error) {
-	script := args[len(args)-1]
-	dir := path.Dir(script)
+func (f *fakeSite) submit(args []string, stdin io.Reader) ([]byte, error) {
+	if stdin == nil {
+		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "sbatch: error: no script on standard input"}
+	}
+	body, err := io.ReadAll(stdin)
+	if err != nil {
+		return nil, err
+	}
+	_, dir, ok := strings.Cut(string(body), "\n#SBATCH --chdir=")
+	if !ok {
+		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "sbatch: error: the script has no --chdir"}
+	}
+	dir, _, _ = strings.Cut(dir, "\n")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	body, ok := f.files[script]
-	if !ok {
-		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "sbatch: error: Unable to open file " + script}
-	}
 	f.nextID++
 	j := &fakeJob{id: strconv.Itoa(f.nextID), dir: dir, state: "RUNNING", start: time.Now()}
 	j.name = uidOf(path.Base(dir))

@@ -27,6 +27,8 @@ type fakeSite struct {
 	files map[string]*fakeFile
 	dirs  map[string]fs.FileMode
 	calls [][]string
+	// stdin is what each command was given on its standard input, by program.
+	stdin map[string][]byte
 	reads []readCall
 	// readBytes is how many bytes of file content the fake has handed out.
 	readBytes int64
@@ -94,8 +96,19 @@ func (f *fakeSite) Run(ctx context.Context, stdin io.Reader, args ...string) ([]
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var in []byte
+	if stdin != nil {
+		var err error
+		if in, err = io.ReadAll(stdin); err != nil {
+			return nil, err
+		}
+	}
 	f.mu.Lock()
 	f.calls = append(f.calls, slices.Clone(args))
+	if f.stdin == nil {
+		f.stdin = map[string][]byte{}
+	}
+	f.stdin[program(args)] = in
 	handle := f.handle
 	f.mu.Unlock()
 	if program(args) == "find" {

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,10 +61,14 @@ func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 	if id != "" {
 		return id, nil
 	}
-	if err := c.writeJob(ctx, job, dir); err != nil {
+	script, err := c.writeJob(ctx, job, dir)
+	if err != nil {
 		return "", err
 	}
-	out, err := c.Site.Run(ctx, nil, "sbatch", "--parsable", path.Join(dir, scriptFile))
+	// sbatch reads the script on its standard input, not from job.sh: the
+	// jobs of the account may write job.sh (they run as the same user), and
+	// a named pipe there would hold sbatch, and the submission, for ever.
+	out, err := c.Site.Run(ctx, bytes.NewReader(script), "sbatch", "--parsable")
 	if rerr, ok := sbatchRefused(err); ok {
 		return "", rerr
 	}
@@ -173,26 +178,28 @@ func (c *Client) writeID(ctx context.Context, dir string, id JobID) error {
 	return nil
 }
 
-// writeJob writes the job directory: the job's files, then job.sh.
-func (c *Client) writeJob(ctx context.Context, job *Job, dir string) error {
+// writeJob writes the job directory: the job's files, then job.sh, a copy
+// of the script it returns for the record (sbatch is given the script
+// itself).
+func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, error) {
 	script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: c.Runtime})
 	if err != nil {
 		// the same job renders the same way at every attempt
-		return &PodError{Field: "spec", Reason: err.Error()}
+		return nil, &PodError{Field: "spec", Reason: err.Error()}
 	}
 	if err := c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
-		return fmt.Errorf("create job directory: %w", err)
+		return nil, fmt.Errorf("create job directory: %w", err)
 	}
 	made := map[string]bool{dir: true}
 	for _, f := range job.Files {
 		name, err := jobFilePath(f.Path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		full := path.Join(dir, name)
 		if parent := path.Dir(full); !made[parent] {
 			if err := c.Site.MkdirAll(ctx, parent, dirMode); err != nil {
-				return fmt.Errorf("create job directory: %w", err)
+				return nil, fmt.Errorf("create job directory: %w", err)
 			}
 			made[parent] = true
 		}
@@ -201,13 +208,13 @@ func (c *Client) writeJob(ctx context.Context, job *Job, dir string) error {
 			mode = fileMode
 		}
 		if err := c.Site.WriteFile(ctx, full, f.Data, mode); err != nil {
-			return fmt.Errorf("write job file %s: %w", name, err)
+			return nil, fmt.Errorf("write job file %s: %w", name, err)
 		}
 	}
 	if err := c.Site.WriteFile(ctx, path.Join(dir, scriptFile), script, scriptMode); err != nil {
-		return fmt.Errorf("write %s: %w", scriptFile, err)
+		return nil, fmt.Errorf("write %s: %w", scriptFile, err)
 	}
-	return nil
+	return script, nil
 }
 
 // reserved are the names in the job directory that Submit and the script
