@@ -77,8 +77,9 @@ func (p *Provider) submit(ctx context.Context, st *podState) {
 
 // attempt runs one trySubmit, holding the pod (st.op, so that no deletion
 // runs meanwhile) and then a slot of the submissions in flight, for at most
-// SubmitTimeout, and lets both go when it returns. It reports done when there is nothing more to
-// do: the pod was submitted or refused, it is being deleted, or ctx ended.
+// SubmitTimeout, and lets both go when it returns. It reports done when
+// there is nothing more to do: the pod was submitted or refused, it is
+// being deleted, or ctx ended.
 func (p *Provider) attempt(ctx context.Context, st *podState) (bool, error) {
 	st.op.Lock()
 	defer st.op.Unlock()
