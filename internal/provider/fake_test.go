@@ -157,12 +157,15 @@ type harness struct {
 
 	mu     sync.Mutex
 	pushed map[string]*corev1.Pod // last pushed, by namespace/name
-	events []string
+	// firstFailed is the first push of each pod in phase Failed: the
+	// virtual kubelet sends the API server no status after that one.
+	firstFailed map[string]*corev1.Pod
+	events      []string
 }
 
 func newHarness(t *testing.T, edit func(*Config), objects ...*corev1.Pod) *harness {
 	t.Helper()
-	h := &harness{t: t, jobs: newFakeJobs(), recorder: record.NewFakeRecorder(1000), pushed: map[string]*corev1.Pod{}}
+	h := &harness{t: t, jobs: newFakeJobs(), recorder: record.NewFakeRecorder(1000), pushed: map[string]*corev1.Pod{}, firstFailed: map[string]*corev1.Pod{}}
 	h.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	h.client = fake.NewClientset()
 	for _, pod := range objects {
@@ -186,6 +189,9 @@ func newHarness(t *testing.T, edit func(*Config), objects ...*corev1.Pod) *harne
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.pushed[keyOf(pod)] = pod
+		if _, seen := h.firstFailed[keyOf(pod)]; !seen && pod.Status.Phase == corev1.PodFailed {
+			h.firstFailed[keyOf(pod)] = pod
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

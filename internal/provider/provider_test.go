@@ -287,4 +287,12 @@ func TestFailureBeforeContainersIsExplained(t *testing.T) {
 		got := h.last(pod)
 		return got != nil && got.Status.Phase == corev1.PodFailed && strings.Contains(got.Status.Message, "is taken by uid 1002 on this node")
 	})
+	// The virtual kubelet sends no status of a pod after its first Failed
+	// one: that one must carry the reason.
+	h.mu.Lock()
+	first := h.firstFailed[keyOf(pod)]
+	h.mu.Unlock()
+	if first == nil || !strings.Contains(first.Status.Message, "is taken by uid 1002 on this node") {
+		t.Errorf("the first Failed status pushed lacks the reason: %+v", first)
+	}
 }

@@ -65,7 +65,7 @@ func (p *Provider) poll(ctx context.Context) error {
 	}
 	for uid, js := range all {
 		if st := byUID[uid]; st != nil {
-			p.update(st, js)
+			p.update(ctx, st, js)
 		}
 	}
 	return nil
@@ -81,7 +81,8 @@ func (p *Provider) deletionRequested(pod *corev1.Pod) bool {
 
 // update applies one job status to its pod: a new status is pushed, and
 // each transition is told in an Event.
-func (p *Provider) update(st *podState, js slurm.Status) {
+func (p *Provider) update(ctx context.Context, st *podState, js slurm.Status) {
+	why := p.whyFailed(ctx, st, js)
 	p.mu.Lock()
 	if st.deleting {
 		p.mu.Unlock()
@@ -91,6 +92,9 @@ func (p *Provider) update(st *podState, js slurm.Status) {
 	st.last = js
 	old := st.pod.Status
 	st.pod.Status = jobStatus(st.pod, old, js, st.kept, p.cfg.Now())
+	if why != "" {
+		st.pod.Status.Message += ": " + why
+	}
 	if st.tunnelCond != nil {
 		setCondition(&st.pod.Status.Conditions, *st.tunnelCond)
 	}
@@ -105,8 +109,8 @@ func (p *Provider) update(st *podState, js slurm.Status) {
 	if js.BatchHost != "" && js.BatchHost != prev.BatchHost && !st.final {
 		p.followNode(st, js.BatchHost)
 	}
-	if st.final && prev.State != js.State && pod.Status.Phase == corev1.PodFailed && !anyStarted(js) {
-		p.explainFailure(st, js)
+	if why != "" && prev.State != js.State {
+		p.event(pod, corev1.EventTypeWarning, EventJobScriptFailed, "Slurm job %s failed before its containers started: %s", js.JobID, why)
 	}
 	if changed {
 		p.push(st)
@@ -167,27 +171,31 @@ func anyStarted(js slurm.Status) bool {
 	return false
 }
 
-// explainFailure reads why a job that failed before any container started
-// did (its batch script says so on job.out: the reverse tunnel not up, a
-// port taken), and adds it to the pod's message and to an Event.
-func (p *Provider) explainFailure(st *podState, js slurm.Status) {
+// whyFailedTimeout bounds the read of why a job failed.
+const whyFailedTimeout = 10 * time.Second
+
+// whyFailed reads why a job that has just failed before any container
+// started did (its batch script says so on job.out: the reverse tunnel not
+// up, a port taken), or "" for any other status. It is read before the
+// Failed status is pushed, not after: the virtual kubelet takes no status
+// update of a pod the API server already holds as Failed, so a message
+// added later would never be seen.
+func (p *Provider) whyFailed(ctx context.Context, st *podState, js slurm.Status) string {
+	if phase, _ := slurm.PodPhase(js.State); phase != slurm.PhaseFailed || anyStarted(js) {
+		return ""
+	}
 	p.mu.Lock()
-	ref := st.ref
+	ref, seen := st.ref, st.last.State == js.State
 	p.mu.Unlock()
-	p.background(func(ctx context.Context) {
-		msg, err := p.cfg.Jobs.FailureMessage(ctx, ref)
-		if err != nil {
-			p.log.Warn("provider: why the job failed is not known", "job", ref.JobID, "error", err)
-			return
-		}
-		if msg == "" {
-			return
-		}
-		p.mu.Lock()
-		st.pod.Status.Message += ": " + msg
-		pod := st.pod.DeepCopy()
-		p.mu.Unlock()
-		p.event(pod, corev1.EventTypeWarning, EventJobScriptFailed, "Slurm job %s failed before its containers started: %s", js.JobID, msg)
-		p.push(st)
-	})
+	if seen {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, whyFailedTimeout)
+	defer cancel()
+	msg, err := p.cfg.Jobs.FailureMessage(ctx, ref)
+	if err != nil {
+		p.log.Warn("provider: why the job failed is not known", "job", ref.JobID, "error", err)
+		return ""
+	}
+	return msg
 }

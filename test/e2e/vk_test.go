@@ -301,15 +301,24 @@ func (e *env) create(pod *corev1.Pod) *corev1.Pod {
 func (e *env) waitPod(name, what string, timeout time.Duration, cond func(*corev1.Pod) bool) *corev1.Pod {
 	e.t.Helper()
 	var last *corev1.Pod
-	e.waitFor(fmt.Sprintf("pod %s: %s", name, what), timeout, func() bool {
+	deadline := time.Now().Add(timeout)
+	for {
 		p, err := e.client.CoreV1().Pods(e.ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false
+		if err == nil {
+			last = p
+			if cond(p) {
+				return p
+			}
 		}
-		last = p
-		return cond(p)
-	})
-	return last
+		if time.Now().After(deadline) {
+			if last == nil {
+				e.t.Fatalf("timed out after %s waiting for pod %s: %s (never read: %v)", timeout, name, what, err)
+			}
+			e.t.Fatalf("timed out after %s waiting for pod %s: %s; last seen %s, reason %q, message %q",
+				timeout, name, what, last.Status.Phase, last.Status.Reason, last.Status.Message)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 func phaseIs(phase corev1.PodPhase) func(*corev1.Pod) bool {
