@@ -85,8 +85,12 @@ node_image_import() {
 	log "node: imported ${ref} (${want})"
 }
 
-# node_images_up makes the archives and imports them (containerd running).
+NODE_IMAGES_DONE=no
+
+# node_images_up makes the archives and imports them (containerd running),
+# once per run.
 node_images_up() {
+	[[ "${NODE_IMAGES_DONE}" == no ]] || return 0
 	install -d -m 0755 "${NODE_IMAGE_DIR}"
 	local rootfs
 	rootfs="$(mktemp -d)"
@@ -96,4 +100,5 @@ node_images_up() {
 	oci_archive "${NODE_BUSYBOX_IMAGE}" "${RIG_IMAGE_DIR}" 0:0 "${NODE_IMAGE_DIR}/busybox.tar" /bin/sh
 	node_image_import "${NODE_IMAGE_DIR}/pause.tar" "${NODE_PAUSE_IMAGE}"
 	node_image_import "${NODE_IMAGE_DIR}/busybox.tar" "${NODE_BUSYBOX_IMAGE}"
+	NODE_IMAGES_DONE=yes
 }
