@@ -1,6 +1,7 @@
 // A tools module, kept apart from the main module: it builds the Kubernetes
-// control plane (kube-apiserver, kube-controller-manager, kube-scheduler) as
-// one binary for the rig. See hack/tools/build.sh.
+// control plane (kube-apiserver, kube-controller-manager, kube-scheduler) and
+// the node (kubelet, kube-proxy) as one binary for the rig. See
+// hack/tools/build.sh.
 module github.com/sluice-hpc/sluice/hack/tools/kube
 
 go 1.26.0
