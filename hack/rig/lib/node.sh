@@ -224,13 +224,22 @@ node_containers_down() {
 			node_ctr tasks kill -s SIGKILL "${id}" >/dev/null 2>&1 || true
 		done
 		for id in "${ids[@]}"; do
-			wait_until 10 "container ${id} to exit" node_ctr tasks delete "${id}" || true
+			wait_until 10 "container ${id} to exit" node_task_gone "${id}" || true
 		done
 	fi
 	mapfile -t ids < <(node_ctr containers ls -q 2>/dev/null)
 	for id in "${ids[@]}"; do
 		node_ctr containers delete "${id}" >/dev/null 2>&1 || true
 	done
+}
+
+# node_task_gone ID: the task is deleted, by us or by the CRI plugin (which
+# deletes the tasks of its containers when they exit).
+node_task_gone() {
+	node_ctr tasks delete "$1" >/dev/null 2>&1 && return 0
+	local left
+	left="$(node_ctr tasks ls -q 2>/dev/null)" || return 1
+	! grep -qxF -- "$1" <<<"${left}"
 }
 
 # node_shim_pids: the runc shims of the node's containerd (they name its
