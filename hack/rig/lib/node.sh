@@ -86,7 +86,33 @@ node_conf_up() {
 # node_net_up: forwarding between the pods' bridge and the host, and
 # bridged traffic through netfilter (kube-proxy's rules see pod-to-Service
 # packets that stay on the bridge).
+# NODE_SYSCTLS: host settings the node changes (the last three are the
+# kubelet's own: it sets kernel.panic=10, kernel.panic_on_oops=1 and
+# vm.overcommit_memory=1); saved before the first change, put back by down.
+NODE_SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables kernel.panic kernel.panic_on_oops vm.overcommit_memory)
+NODE_SYSCTL_SAVE="${NODE_DIR}/sysctl.saved"
+
+node_sysctls_save() {
+	[[ ! -f "${NODE_SYSCTL_SAVE}" ]] || return 0
+	local key value
+	for key in "${NODE_SYSCTLS[@]}"; do
+		value="$(sysctl -n "${key}" 2>/dev/null)" || continue
+		printf '%s=%s\n' "${key}" "${value}"
+	done >"${NODE_SYSCTL_SAVE}.tmp"
+	mv -f "${NODE_SYSCTL_SAVE}.tmp" "${NODE_SYSCTL_SAVE}"
+}
+
+node_sysctls_restore() {
+	[[ -f "${NODE_SYSCTL_SAVE}" ]] || return 0
+	local setting
+	while IFS= read -r setting; do
+		sysctl -q -w "${setting}" >/dev/null 2>&1 || log "node: cannot put back ${setting}"
+	done <"${NODE_SYSCTL_SAVE}"
+	rm -f "${NODE_SYSCTL_SAVE}"
+}
+
 node_net_up() {
+	node_sysctls_save
 	sysctl -q -w net.ipv4.ip_forward=1 >/dev/null
 	if [[ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
 		modprobe br_netfilter 2>/dev/null || true
@@ -268,6 +294,7 @@ node_net_down() {
 		ip link del "${NODE_BRIDGE}"
 	fi
 	rm -rf "${NODE_DIR}/ipam"
+	node_sysctls_restore
 	if [[ -x "${KUBE_BIN:-}" && -f "${NODE_DIR}/etc/kube-proxy.yaml" ]]; then
 		"${KUBE_BIN}" proxy --config="${NODE_DIR}/etc/kube-proxy.yaml" --cleanup >/dev/null 2>&1 || true
 	fi
