@@ -2,14 +2,19 @@
 # shellcheck source-path=SCRIPTDIR
 # rig.sh: the local rig — a login node and a compute node (network namespaces)
 # with Slurm, sshd and Charliecloud, and on the cluster side Redis and a
-# Kubernetes control plane (etcd, API server, controller manager, scheduler).
+# Kubernetes control plane (etcd, API server, controller manager, scheduler),
+# and, when asked, a real Kubernetes node (containerd, kubelet, kube-proxy).
 #
-#   rig.sh up                       start everything (idempotent)
-#   rig.sh down                     stop everything it started, remove the network
+#   rig.sh up                       start everything (idempotent); the node too
+#                                   when SLUICE_RIG_NODE=1
+#   rig.sh up node                  start the node only (the rest must be up)
+#   rig.sh down                     stop everything it started (the node too),
+#                                   remove the network
 #   rig.sh status                   one line per service; non-zero if anything is down
 #   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
 #                                   sshd-login sshd-node redis etcd kube-apiserver
 #                                   kube-controller-manager kube-scheduler
+#                                   containerd kubelet kube-proxy
 #
 # State lives in ${SLUICE_RIG_DIR:-/var/lib/sluice-rig}. See README.md.
 set -euo pipefail
@@ -40,6 +45,10 @@ source "${RIG_SRC_DIR}/lib/image.sh"
 source "${RIG_SRC_DIR}/lib/kube.sh"
 # shellcheck source=lib/kube_pki.sh
 source "${RIG_SRC_DIR}/lib/kube_pki.sh"
+# shellcheck source=lib/node.sh
+source "${RIG_SRC_DIR}/lib/node.sh"
+# shellcheck source=lib/node_image.sh
+source "${RIG_SRC_DIR}/lib/node_image.sh"
 # shellcheck source=lib/env.sh
 source "${RIG_SRC_DIR}/lib/env.sh"
 # shellcheck source=lib/services.sh
@@ -47,9 +56,11 @@ source "${RIG_SRC_DIR}/lib/services.sh"
 
 usage() {
 	cat >&2 <<'USAGE'
-usage: rig.sh up | down | status | start|stop|restart SERVICE
+usage: rig.sh up [node] | down | status | start|stop|restart SERVICE
   SERVICE: munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis
            etcd kube-apiserver kube-controller-manager kube-scheduler
+           containerd kubelet kube-proxy
+  SLUICE_RIG_NODE=1 rig.sh up also starts the node (containerd, kubelet, kube-proxy)
 USAGE
 	exit 2
 }
@@ -86,8 +97,20 @@ cmd_up() {
 	image_up
 	services_up
 	kube_ready
+	if node_enabled; then
+		node_up
+	fi
 	env_write
 	log "up in $((SECONDS - start))s"
+}
+
+# cmd_up_node starts the node alone, on a rig that is up.
+cmd_up_node() {
+	local start=${SECONDS}
+	kube_api_ready || die "node: the API server is not ready (run rig.sh up)"
+	node_up
+	SLUICE_RIG_NODE=1 env_write
+	log "node up in $((SECONDS - start))s"
 }
 
 cmd_down() {
@@ -103,7 +126,8 @@ main() {
 	local cmd="$1"
 	shift
 	case "${cmd}" in
-	up | down | status) [[ $# -eq 0 ]] || usage ;;
+	up) [[ $# -eq 0 || ($# -eq 1 && "$1" == node) ]] || usage ;;
+	down | status) [[ $# -eq 0 ]] || usage ;;
 	start | stop | restart)
 		[[ $# -eq 1 ]] || usage
 		svc_comm "$1" >/dev/null
@@ -119,7 +143,7 @@ main() {
 	rig_dirs
 	lock
 	case "${cmd}" in
-	up) cmd_up ;;
+	up) if [[ $# -eq 1 ]]; then cmd_up_node; else cmd_up; fi ;;
 	down) cmd_down ;;
 	start) service_start "$1" ;;
 	stop) service_stop "$1" ;;

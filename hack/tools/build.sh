@@ -74,12 +74,22 @@ release_of() {
 	printf '%s' "${version}"
 }
 
-# tool_ok TOOL BINARY: the binary is there, runs, and is the wanted version.
+# KUBE_COMMANDS: the subcommands the kube binary must hold (`kube commands`
+# prints them, sorted, on one line). A cached kube of the right version that
+# lacks one (built before kubelet and proxy were added; it answers `commands`
+# with an error) is built again.
+KUBE_COMMANDS="apiserver controller-manager kubelet proxy scheduler"
+
+# tool_ok TOOL BINARY: the binary is there, runs, is the wanted version and,
+# for kube, holds every wanted command.
 tool_ok() {
 	local got
 	[[ -x "$2" ]] || return 1
 	got="$(reported_version "$1" "$2")" || return 1
-	[[ "${got}" == "$(release_of "$1")" ]]
+	[[ "${got}" == "$(release_of "$1")" ]] || return 1
+	if [[ "$1" == kube ]]; then
+		[[ "$("$2" commands 2>/dev/null)" == "${KUBE_COMMANDS}" ]] || return 1
+	fi
 }
 
 # ldflags_of TOOL: -s -w for size; kube also gets its version stamped in

@@ -27,6 +27,13 @@ env_write() {
 		printf 'RIG_KUBECONFIG=%s\n' "${KUBE_DIR}/admin.kubeconfig"
 		printf 'RIG_KUBE_CA=%s\n' "${KUBE_CA_CERT}"
 		printf 'RIG_KUBE_SERVER=%s\n' "${KUBE_SERVER}"
+		if node_enabled || node_pid kubelet >/dev/null; then
+			printf 'RIG_K8S_NODE=%s\n' "${NODE_K8S_NAME}"
+			printf 'RIG_K8S_NODE_TAINT=%s\n' "${NODE_TAINT_KEY}"
+			printf 'RIG_K8S_POD_CIDR=%s\n' "${NODE_POD_CIDR}"
+			printf 'RIG_K8S_BUSYBOX_IMAGE=%s\n' "${NODE_BUSYBOX_IMAGE}"
+			printf 'RIG_K8S_CLUSTER_DNS=%s\n' "${NODE_CLUSTER_DNS}"
+		fi
 	} >"${file}.tmp"
 	chmod 0644 "${file}.tmp"
 	mv -f "${file}.tmp" "${file}"

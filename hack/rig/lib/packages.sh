@@ -23,6 +23,12 @@ packages_up() {
 		log "packages: all installed"
 		return 0
 	fi
+	packages_install "${missing[@]}"
+}
+
+# packages_install PACKAGE...: apt-get install, with service starts denied.
+packages_install() {
+	local missing=("$@")
 	log "packages: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q >>"${RIG_LOG_DIR}/apt.log" 2>&1 ||

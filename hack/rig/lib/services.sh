@@ -3,6 +3,8 @@
 set -euo pipefail
 
 RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis "${KUBE_SERVICES[@]}")
+# the node's (lib/node.sh) are started only when asked, and always stopped
+ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}")
 
 # svc_comm SERVICE: the daemon's command name, checked against its PID.
 svc_comm() {
@@ -14,13 +16,16 @@ svc_comm() {
 	redis) printf redis-server ;;
 	etcd) printf etcd ;;
 	kube-apiserver | kube-controller-manager | kube-scheduler) printf kube ;;
-	*) die "unknown service $1 (one of: ${RIG_SERVICES[*]})" ;;
+	containerd) printf containerd ;;
+	kubelet | kube-proxy) printf kube ;;
+	*) die "unknown service $1 (one of: ${ALL_SERVICES[*]})" ;;
 	esac
 }
 
 svc_needs_net() {
 	case "$1" in
-	munge | redis | etcd | kube-*) return 1 ;;
+	munge | redis | etcd | containerd) return 1 ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler) return 1 ;;
 	esac
 }
 
@@ -46,6 +51,7 @@ service_start() {
 	slurmd) slurmd_start ;;
 	sshd-login | sshd-node) sshd_start "${svc}" ;;
 	redis) redis_start ;;
+	containerd | kubelet | kube-proxy) node_start "${svc}" ;;
 	etcd | kube-*) kube_start "${svc}" ;;
 	esac
 	log "${svc}: started (pid $(service_pid "${svc}"))"
@@ -102,6 +108,7 @@ services_up() {
 }
 
 services_down() {
+	node_down
 	local i
 	for ((i = ${#RIG_SERVICES[@]} - 1; i >= 0; i--)); do
 		service_stop "${RIG_SERVICES[i]}"
@@ -126,5 +133,6 @@ services_status() {
 		rc=1
 	fi
 	kube_status || rc=1
+	node_status || rc=1
 	return "${rc}"
 }

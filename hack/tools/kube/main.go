@@ -1,12 +1,14 @@
-// Command kube is the rig's Kubernetes control plane in one binary: the API
-// server, the controller manager and the scheduler of k8s.io/kubernetes,
-// chosen by the first argument, so that the three link once.
+// Command kube is the rig's Kubernetes in one binary: the API server, the
+// controller manager and the scheduler of k8s.io/kubernetes, and the node's
+// kubelet and kube-proxy, chosen by the first argument, so that all link once.
 //
-//	kube apiserver|controller-manager|scheduler [FLAGS]
+//	kube apiserver|controller-manager|kubelet|proxy|scheduler [FLAGS]
 //	kube version
+//	kube commands
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sort"
@@ -21,7 +23,9 @@ import (
 	"k8s.io/component-base/version"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kubeproxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 // commands maps each subcommand to the upstream constructor of its command.
@@ -29,6 +33,8 @@ var commands = map[string]func() *cobra.Command{
 	"apiserver":          apiserver.NewAPIServerCommand,
 	"controller-manager": controllermanager.NewControllerManagerCommand,
 	"scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
+	"kubelet":            func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) },
+	"proxy":              kubeproxy.NewProxyCommand,
 }
 
 func main() {
@@ -40,6 +46,11 @@ func main() {
 	switch name {
 	case "version", "--version":
 		fmt.Println(version.Get().GitVersion)
+		return
+	case "commands":
+		// what this binary holds, one line: hack/tools/build.sh rebuilds a
+		// cached binary whose list is not the one it wants
+		fmt.Println(strings.Join(commandNames(), " "))
 		return
 	case "help", "--help", "-h":
 		usage()
@@ -56,11 +67,15 @@ func main() {
 	os.Exit(cli.Run(command))
 }
 
-func usage() {
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for name := range commands {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(os.Stderr, "usage: kube %s [FLAGS]\n       kube version\n", strings.Join(names, "|"))
+	return names
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: kube %s [FLAGS]\n       kube version|commands\n", strings.Join(commandNames(), "|"))
 }
