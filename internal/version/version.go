@@ -11,7 +11,10 @@
 // v0.0.0-dev+<revision>, else v0.0.0-dev.
 package version
 
-import "runtime/debug"
+import (
+	"regexp"
+	"runtime/debug"
+)
 
 // version is set with -ldflags -X; see the package comment.
 var version string
@@ -39,11 +42,21 @@ func Tag() string {
 }
 
 // FromBuildInfo returns the version an unstamped binary with build
-// information bi reports: its main module's version if the toolchain
-// recorded one, else v0.0.0-dev+<first 12 digits of the revision>[.dirty],
-// else Dev.
+// information bi reports, the one hack/tools/images stamps for the same
+// source:
+//   - a release the toolchain recorded (go install …@v1.2.3, or go build
+//     in a checkout whose HEAD is tagged v1.2.3, then v1.2.3+dirty if the
+//     tree is modified);
+//   - else, built in a checkout, v0.0.0-dev+<first 12 digits of the
+//     revision>[.dirty] (rather than the pseudo-version go build derives);
+//   - else the module version recorded (a pseudo-version of go install
+//     …@<commit>), else Dev.
 func FromBuildInfo(bi *debug.BuildInfo) string {
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
+	v := bi.Main.Version
+	if v == "(devel)" {
+		v = ""
+	}
+	if v != "" && !pseudoVersion.MatchString(v) {
 		return v
 	}
 	rev, dirty := "", false
@@ -56,6 +69,9 @@ func FromBuildInfo(bi *debug.BuildInfo) string {
 		}
 	}
 	if rev == "" {
+		if v != "" {
+			return v
+		}
 		return Dev
 	}
 	if len(rev) > 12 {
@@ -66,6 +82,10 @@ func FromBuildInfo(bi *debug.BuildInfo) string {
 	}
 	return Dev + "+" + rev
 }
+
+// pseudoVersion matches the Go toolchain's pseudo-versions
+// (v0.0.0-20261203105400-46e1f09abcde, v1.2.4-0.20261203105400-46e1f09abcde).
+var pseudoVersion = regexp.MustCompile(`[-.](0\.)?\d{14}-[0-9a-f]{12}(\+.*)?$`)
 
 // ImageTag maps version v to a valid OCI tag ([A-Za-z0-9_][A-Za-z0-9._-],
 // at most 128 characters): '+', which semantic versions use for build

@@ -13,7 +13,13 @@ func TestFromBuildInfo(t *testing.T) {
 		want string
 	}{
 		{"module version", debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
-		{"pseudo-version", debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261203105400-46e1f09abcde+dirty"}}, "v0.0.0-20261203105400-46e1f09abcde+dirty"},
+		{"tag, modified", debug.BuildInfo{Main: debug.Module{Version: "v1.2.3+dirty"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "46e1f09abcdef0123456789"}, {Key: "vcs.modified", Value: "true"}}}, "v1.2.3+dirty"},
+		{"pseudo-version of a checkout", debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261203105400-46e1f09abcde+dirty"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "46e1f09abcdef0123456789"}, {Key: "vcs.modified", Value: "true"}}}, "v0.0.0-dev+46e1f09abcde.dirty"},
+		{"pseudo-version after a tag", debug.BuildInfo{Main: debug.Module{Version: "v1.2.4-0.20261203105400-46e1f09abcde"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "46e1f09abcdef0123456789"}}}, "v0.0.0-dev+46e1f09abcde"},
+		{"pseudo-version installed", debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261203105400-46e1f09abcde"}}, "v0.0.0-20261203105400-46e1f09abcde"},
 		{"revision", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "46e1f09abcdef0123456789"}, {Key: "vcs.modified", Value: "false"}}}, "v0.0.0-dev+46e1f09abcde"},
 		{"dirty revision", debug.BuildInfo{Settings: []debug.BuildSetting{

@@ -22,8 +22,9 @@ type stamp struct {
 }
 
 // sourceStamp fills in what o leaves empty from the checkout in dir: the
-// version (the v* tag of HEAD, else v0.0.0-dev+<revision>[.dirty], as an
-// unstamped binary reports it), the revision (HEAD) and the date
+// version (the v* tag of HEAD, +dirty if the tree is modified, else
+// v0.0.0-dev+<revision>[.dirty], as an unstamped binary built there reports
+// it: version.FromBuildInfo), the revision (HEAD) and the date
 // (SOURCE_DATE_EPOCH, else the commit's time, else the Unix epoch). Without
 // git, the version is v0.0.0-dev and the revision "unknown".
 func sourceStamp(ctx context.Context, dir string, o options) (stamp, error) {
@@ -43,11 +44,16 @@ func sourceStamp(ctx context.Context, dir string, o options) (stamp, error) {
 	}
 	if s.version == "" {
 		s.version = version.Dev
+		st, err := git("status", "--porcelain")
+		dirty := err == nil && st != ""
 		if tag, err := git("describe", "--tags", "--exact-match", "--match", "v*", "HEAD"); err == nil && tag != "" {
 			s.version = tag
+			if dirty {
+				s.version += "+dirty"
+			}
 		} else if headErr == nil {
 			s.version += "+" + head[:min(12, len(head))]
-			if st, err := git("status", "--porcelain"); err == nil && st != "" {
+			if dirty {
 				s.version += ".dirty"
 			}
 		}
