@@ -6,7 +6,10 @@ RIG     := hack/rig/rig.sh
 PKGS    := ./...
 SCRIPTS := $(shell find hack -name '*.sh')
 
-.PHONY: test unit rig-test e2e vet lint fuzz rig-up rig-down rig-status demo demo-slurm
+IMAGES  ?= bin/images
+VERSION ?=
+
+.PHONY: test unit rig-test e2e vet lint fuzz images rig-up rig-down rig-status demo demo-slurm
 
 ## test: bring the rig up, then vet, lint, and every test: the unit tests and
 ## the tests against the rig, in one run with the race detector on, then the
@@ -39,6 +42,14 @@ lint:
 ## fuzz: a short run of every fuzz target (the seed corpora run in `unit`).
 fuzz:
 	hack/fuzz.sh 30s
+
+## images: the OCI image archives (ctr -n k8s.io images import FILE) of
+## sluice-tunnel, sluice-vk with sluice-relay, and the rig's pause and
+## coredns, into $(IMAGES), built without a container engine or a registry;
+## prints NAME DIGEST FILE for each. The same source gives the same digests.
+## VERSION=v1.2.3 stamps a release; else the tag of HEAD or v0.0.0-dev+REV.
+images:
+	$(GO) run ./hack/tools/images -out $(IMAGES) -coredns "$$(hack/tools/build.sh coredns)" $(if $(VERSION),-version $(VERSION))
 
 rig-up:
 	$(RIG) up

@@ -55,6 +55,7 @@ func TestCLI(t *testing.T) {
 		{"no command", nil, 2, nil, []string{"usage: sluice-tunnel forward|reverse"}, true},
 		{"unknown command", []string{"forwards"}, 2, nil, []string{`unknown command "forwards"`, "usage:"}, true},
 		{"version", []string{"version"}, 0, []string{"sluice-tunnel ", "go1."}, nil, true},
+		{"--version", []string{"--version"}, 0, []string{"sluice-tunnel v", "go1."}, nil, true},
 		{"version argument", []string{"version", "x"}, 2, nil, []string{`unexpected argument "x"`}, true},
 		{"hold argument", []string{"hold", "x"}, 2, nil, []string{`sluice-tunnel hold: unexpected argument "x"`}, true},
 		{"help", []string{"help"}, 0, []string{"usage: sluice-tunnel forward|reverse", "Exit status"}, nil, true},

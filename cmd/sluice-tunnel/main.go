@@ -11,7 +11,7 @@
 //	    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
 //	    --socket-dir=DIR --forward=LISTENPORT=HOST:PORT [--forward=...]
 //	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
-//	sluice-tunnel version
+//	sluice-tunnel version | --version
 //
 // forward listens on each of the job's ports and carries each connection to
 // the job's compute node; reverse holds one remote forward per endpoint on
@@ -29,9 +29,8 @@
 //	1  could not start: a port or the metrics address cannot be listened on
 //	2  usage or configuration: a flag missing or malformed, a file missing or unusable
 //
-// Build a static binary (as the image does, build/sluice-tunnel/Containerfile):
-//
-//	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(git describe --tags --always)" -o sluice-tunnel ./cmd/sluice-tunnel
+// The image is built by `make images` (hack/tools/images): a static binary
+// with its version stamped into internal/version, as sluice-vk's.
 package main
 
 import (
@@ -67,7 +66,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch cmd := args[0]; cmd {
-	case "version":
+	case "version", "--version", "-version":
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "sluice-tunnel version: unexpected argument %q\n", args[1])
 			return exitUsage

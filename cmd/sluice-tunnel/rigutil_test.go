@@ -42,7 +42,7 @@ func tunnelBinary(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "sluice-tunnel")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version=rig-test", "-o", binary, ".")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X github.com/sluice-hpc/sluice/internal/version.version=rig-test", "-o", binary, ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

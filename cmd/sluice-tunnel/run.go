@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sluice-hpc/sluice/internal/tunnel"
+	"github.com/sluice-hpc/sluice/internal/version"
 )
 
 // run serves the tunnel of c through hop until ctx ends, with its metrics
@@ -30,7 +31,7 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 		}
 		wg.Go(func() { srv.Run(ctx) })
 	}
-	start := []any{"version", buildVersion(), "login", c.login, "user", c.user, "node_file", c.nodeFile}
+	start := []any{"version", version.String(), "login", c.login, "user", c.user, "node_file", c.nodeFile}
 	var err error
 	switch c.mode {
 	case modeForward:

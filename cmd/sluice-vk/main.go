@@ -3,6 +3,7 @@
 // their logs to the API server.
 //
 //	sluice-vk --config sluice.yaml [--kubeconfig FILE] [--log-level info]
+//	sluice-vk --version
 package main
 
 import (
@@ -12,9 +13,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/version"
 	"github.com/sluice-hpc/sluice/internal/vk"
 )
 
@@ -23,8 +26,13 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
 	namespace := flag.String("namespace", os.Getenv("POD_NAMESPACE"), "the virtual kubelet's namespace, holding the credentials shadows copy; if empty, default")
+	printVersion := flag.Bool("version", false, "print the version and exit")
 	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site; if empty, sluice-relay beside this executable")
 	flag.Parse()
+	if *printVersion {
+		fmt.Println(versionString())
+		return
+	}
 
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -51,4 +59,10 @@ func run(ctx context.Context, configFile string, opts vk.Options) error {
 		return err
 	}
 	return vk.Run(ctx, cfg, opts)
+}
+
+// versionString returns "sluice-vk VERSION (GOVERSION GOOS/GOARCH)", as
+// sluice-tunnel prints its own: one version, internal/version's.
+func versionString() string {
+	return "sluice-vk " + version.String() + " (" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 }

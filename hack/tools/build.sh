@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# build.sh: builds the rig's Kubernetes control plane and etcd from their Go
-# modules (hack/tools/kube, hack/tools/etcd) into a cache directory keyed by
-# version, once. A binary already there that runs and reports its version is
+# build.sh: builds the rig's Kubernetes control plane, etcd, kubectl and
+# CoreDNS from their Go modules (hack/tools/kube, hack/tools/etcd, …) into a
+# cache directory keyed by version, once. A binary already there that runs and reports its version is
 # kept, so only the first build on a machine pays (kube: 12+ minutes cold on
 # 2 cores).
 #
-#   build.sh [kube|etcd|kubectl]...  build what is missing (default: kube, etcd); prints
+#   build.sh [kube|etcd|kubectl|coredns]...  build what is missing (default: kube, etcd); prints
 #                             each binary's path on stdout, progress on stderr
 #   build.sh path TOOL        prints the binary's path without building
 #
@@ -24,7 +24,7 @@ die() {
 }
 
 usage() {
-	printf 'usage: build.sh [kube|etcd|kubectl]... | build.sh path kube|etcd|kubectl\n' >&2
+	printf 'usage: build.sh [kube|etcd|kubectl|coredns]... | build.sh path kube|etcd|kubectl|coredns\n' >&2
 	exit 2
 }
 
@@ -34,6 +34,7 @@ module_of() {
 	kube) printf k8s.io/kubernetes ;;
 	etcd) printf go.etcd.io/etcd/server/v3 ;;
 	kubectl) printf k8s.io/kubectl ;;
+	coredns) printf github.com/coredns/coredns ;;
 	*) usage ;;
 	esac
 }
@@ -60,6 +61,7 @@ reported_version() {
 	kube) "$2" version 2>/dev/null ;;
 	etcd) "$2" --version 2>/dev/null | awk '/^etcd Version:/ {print "v" $3}' ;;
 	kubectl) "$2" version --client 2>/dev/null | awk '/^Client Version:/ {print $3}' ;;
+	coredns) "$2" -version 2>/dev/null | awk -F- 'NR == 1 && $1 == "CoreDNS" {print "v" $2}' ;;
 	esac
 }
 

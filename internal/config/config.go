@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-hpc/sluice/internal/version"
 )
 
 // Config is the virtual kubelet's configuration. The YAML keys are the field
@@ -85,13 +87,21 @@ type SSH struct {
 	Reverse              Reverse `yaml:"Reverse"`
 
 	// TunnelImage is the container image of the shadows' tunnel containers
-	// (sluice-tunnel). If empty, DefaultTunnelImage.
+	// (sluice-tunnel). If empty, DefaultTunnelImage().
 	TunnelImage string `yaml:"TunnelImage"`
 }
 
-// DefaultTunnelImage is the tunnel image shadows run when
-// Network.SSH.TunnelImage is not set.
-const DefaultTunnelImage = "ghcr.io/sluice-hpc/sluice-tunnel:latest"
+// TunnelImageRepository is the repository of the sluice-tunnel images
+// `make images` builds (hack/tools/images).
+const TunnelImageRepository = "ghcr.io/sluice-hpc/sluice-tunnel"
+
+// DefaultTunnelImage returns the tunnel image shadows run when
+// Network.SSH.TunnelImage is not set: the sluice-tunnel image of this
+// binary's own version, TunnelImageRepository:<version.Tag()>, never
+// :latest, so that a shadow's tunnel is the one built with its sluice-vk.
+func DefaultTunnelImage() string {
+	return TunnelImageRepository + ":" + version.Tag()
+}
 
 // Reverse configures the reverse tunnel (job → cluster).
 type Reverse struct {
@@ -162,7 +172,7 @@ func (c *Config) Default() {
 		s.ForwardTarget = "node"
 	}
 	if s.TunnelImage == "" {
-		s.TunnelImage = DefaultTunnelImage
+		s.TunnelImage = DefaultTunnelImage()
 	}
 	if s.Reverse.Sshd == "" {
 		s.Reverse.Sshd = "node"

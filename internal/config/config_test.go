@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/version"
 )
 
 func TestLoadExample(t *testing.T) {
@@ -46,8 +48,12 @@ func TestDefaults(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("got defaults %v; want %v", got, want)
 	}
-	if h.TunnelImage != "ghcr.io/sluice-hpc/sluice-tunnel:latest" {
-		t.Errorf("got TunnelImage %q; want ghcr.io/sluice-hpc/sluice-tunnel:latest", h.TunnelImage)
+	// The image of this binary's version (under go test, v0.0.0-dev), never :latest.
+	if want := "ghcr.io/sluice-hpc/sluice-tunnel:" + version.Tag(); h.TunnelImage != want || strings.HasSuffix(want, ":latest") {
+		t.Errorf("got TunnelImage %q; want %s", h.TunnelImage, want)
+	}
+	if !imageRef.MatchString(DefaultTunnelImage()) {
+		t.Errorf("DefaultTunnelImage() = %q is not an image reference", DefaultTunnelImage())
 	}
 }
 

@@ -106,7 +106,7 @@ func (c *Config) Validate() error {
 	}
 	oneOf(bad, "Network.SSH.ForwardTarget", h.ForwardTarget, "node", "login")
 	if !imageRef.MatchString(h.TunnelImage) || len(h.TunnelImage) > 4096 {
-		bad("Network.SSH.TunnelImage", "must be an image reference such as %s, got %q", DefaultTunnelImage, h.TunnelImage)
+		bad("Network.SSH.TunnelImage", "must be an image reference such as %s, got %q", DefaultTunnelImage(), h.TunnelImage)
 	}
 	if h.Reverse.Enabled && s.SocketDirRoot == "" {
 		// Every pod asking for a reverse tunnel would be taken, and its

@@ -47,7 +47,7 @@ func buildBin(t *testing.T, pkg string) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-ldflags", stampVersion, "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -154,7 +154,7 @@ func (e *env) startHostNode() {
 	}
 	redisAddr := e.rig.Get(e.t, "RIG_REDIS_ADDR")
 	cmd := exec.Command(bin, "--node-name", name, "--kubeconfig", e.kubeconfig,
-		"--image", "ghcr.io/sluice-hpc/sluice-tunnel:latest="+tunnel,
+		"--image", tunnelImage+"="+tunnel,
 		// kept containers of the rig's busybox pods run on the host's sh
 		"--image", e.image+"=/bin/sh",
 		"--backend", "default/redis:6379="+redisAddr,

@@ -66,7 +66,7 @@ func buildVK(t *testing.T) string {
 			return
 		}
 		vkBinary = filepath.Join(dir, "sluice-vk")
-		cmd := exec.Command("go", "build", "-o", vkBinary, "./cmd/sluice-vk")
+		cmd := exec.Command("go", "build", "-ldflags", stampVersion, "-o", vkBinary, "./cmd/sluice-vk")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/sluice-vk: %v\n%s", err, out)

@@ -1,0 +1,60 @@
+// Command images writes the container images of sluice as OCI image
+// archives (internal/ociimage), without a container engine or a registry:
+// it builds the binaries with go build and lays them out on no base image.
+//
+//	go run ./hack/tools/images [-out bin/images] [-images sluice-tunnel,sluice-vk,pause]
+//	    [-coredns PATH] [-version V] [-revision R] [-source URL]
+//
+// Images (see images.go): sluice-tunnel and sluice-vk (with sluice-relay
+// beside it), and for the rig pause and, given -coredns, coredns. Each is
+// written to OUT/<image>.tar; OUT/images.txt lists "NAME DIGEST FILE", which
+// is also printed. Import one with `ctr -n k8s.io images import FILE`.
+//
+// The same source gives the same digests: binaries are built with
+// CGO_ENABLED=0 -trimpath -buildvcs=false -ldflags "-s -w -buildid=" and
+// the version stamped into internal/version; every file and the image are
+// dated SOURCE_DATE_EPOCH, else the commit's time.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	var o options
+	var names string
+	flag.StringVar(&o.out, "out", "bin/images", "the directory the archives are written to")
+	flag.StringVar(&names, "images", "sluice-tunnel,sluice-vk,pause", "the images to build, comma-separated; coredns too when -coredns is given")
+	flag.StringVar(&o.coredns, "coredns", "", "the CoreDNS binary to make the coredns image of (hack/tools/build.sh coredns)")
+	flag.StringVar(&o.version, "version", "", "the version stamped into the binaries and labels; if empty, the git tag of HEAD, else v0.0.0-dev+<revision>[.dirty]")
+	flag.StringVar(&o.revision, "revision", "", "the revision label; if empty, git's HEAD")
+	flag.StringVar(&o.source, "source", defaultSource, "the source label")
+	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "the architecture to build for (GOARCH)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "images: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	o.images = strings.Split(names, ",")
+	if o.coredns != "" && !strings.Contains(","+names+",", ",coredns,") {
+		o.images = append(o.images, "coredns")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	built, err := build(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		os.Exit(1)
+	}
+	for _, b := range built {
+		fmt.Println(b)
+	}
+}
