@@ -2,22 +2,23 @@ package ociimage
 
 import (
 	"archive/tar"
-	"encoding/json"
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
-)
 
-// Media types of the OCI image specification.
-const (
-	MediaTypeIndex    = "application/vnd.oci.image.index.v1+json"
-	MediaTypeManifest = "application/vnd.oci.image.manifest.v1+json"
-	MediaTypeConfig   = "application/vnd.oci.image.config.v1+json"
-	MediaTypeLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Annotations naming the image in the archive's index: containerd's (a full
@@ -35,7 +36,7 @@ type Image struct {
 	// ghcr.io/sluice-hpc/sluice-tunnel:v1.2.3, which it has once imported.
 	Name   string
 	Layers [][]File
-	Config Config
+	Config v1.Config
 	// Created dates the image, its history and every file in its layers.
 	// The zero value means the Unix epoch.
 	Created time.Time
@@ -43,161 +44,116 @@ type Image struct {
 	OS, Architecture string
 }
 
-// Config is the part of the image configuration a container runs with.
-type Config struct {
-	User       string            `json:"User,omitempty"`
-	Env        []string          `json:"Env,omitempty"`
-	Entrypoint []string          `json:"Entrypoint,omitempty"`
-	Cmd        []string          `json:"Cmd,omitempty"`
-	WorkingDir string            `json:"WorkingDir,omitempty"`
-	Labels     map[string]string `json:"Labels,omitempty"`
-	// ExposedPorts are "PORT/tcp" or "PORT/udp".
-	ExposedPorts []string `json:"-"`
-}
+// createdBy is the history's note of what made each layer.
+const createdBy = "sluice hack/tools/images"
 
-// Descriptor points to a blob.
-type Descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int64             `json:"size"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	Platform    *Platform         `json:"platform,omitempty"`
-}
-
-// Platform is a descriptor's platform.
-type Platform struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-}
-
-// Manifest is an image manifest.
-type Manifest struct {
-	SchemaVersion int               `json:"schemaVersion"`
-	MediaType     string            `json:"mediaType"`
-	Config        Descriptor        `json:"config"`
-	Layers        []Descriptor      `json:"layers"`
-	Annotations   map[string]string `json:"annotations,omitempty"`
-}
-
-// Index is an image index (the archive's index.json).
-type Index struct {
-	SchemaVersion int          `json:"schemaVersion"`
-	MediaType     string       `json:"mediaType"`
-	Manifests     []Descriptor `json:"manifests"`
-}
-
-// ConfigFile is the image configuration blob.
-type ConfigFile struct {
-	Created      string        `json:"created"`
-	Architecture string        `json:"architecture"`
-	OS           string        `json:"os"`
-	Config       runConfig     `json:"config"`
-	RootFS       RootFS        `json:"rootfs"`
-	History      []HistoryItem `json:"history,omitempty"`
-}
-
-// runConfig is Config as the configuration blob spells it.
-type runConfig struct {
-	Config
-	ExposedPortSet map[string]struct{} `json:"ExposedPorts,omitempty"`
-}
-
-// RootFS lists the layers' uncompressed digests.
-type RootFS struct {
-	Type    string   `json:"type"`
-	DiffIDs []string `json:"diff_ids"`
-}
-
-// HistoryItem is one step of the image's history.
-type HistoryItem struct {
-	Created   string `json:"created"`
-	CreatedBy string `json:"created_by,omitempty"`
-}
-
-// blob is one file under blobs/sha256 in the archive.
-type blob struct {
-	digest string
-	data   []byte
-}
-
-// Write writes img to w as an OCI image layout tar and returns its
-// manifest's digest, the image's digest once imported.
-func Write(w io.Writer, img Image) (string, error) {
+// Build assembles img with go-containerregistry: OCI media types, one layer
+// per img.Layers, every date img.Created, the org.opencontainers.image.*
+// labels copied to the manifest's annotations.
+func Build(img Image) (v1.Image, error) {
 	if img.Name == "" {
-		return "", errors.New("write image: no name")
+		return nil, errors.New("build image: no name")
 	}
 	if len(img.Layers) == 0 {
-		return "", fmt.Errorf("write image %s: no layers", img.Name)
+		return nil, fmt.Errorf("build image %s: no layers", img.Name)
 	}
-	created := img.Created
-	if created.IsZero() {
-		created = time.Unix(0, 0)
+	created := img.dated()
+	osName, arch := img.platform()
+	out := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	out = mutate.ConfigMediaType(out, types.OCIConfigJSON)
+	for i, files := range img.Layers {
+		l, err := layer(files, created)
+		if err != nil {
+			return nil, fmt.Errorf("build image %s: layer %d: %w", img.Name, i, err)
+		}
+		out, err = mutate.Append(out, mutate.Addendum{
+			Layer:     l,
+			MediaType: types.OCILayer,
+			History:   v1.History{Created: v1.Time{Time: created}, CreatedBy: createdBy},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("build image %s: layer %d: %w", img.Name, i, err)
+		}
 	}
-	created = created.UTC()
-	osName, arch := img.OS, img.Architecture
+	cf, err := out.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("build image %s: config: %w", img.Name, err)
+	}
+	cf = cf.DeepCopy()
+	cf.Created = v1.Time{Time: created}
+	cf.OS, cf.Architecture = osName, arch
+	cf.Config = img.Config
+	if out, err = mutate.ConfigFile(out, cf); err != nil {
+		return nil, fmt.Errorf("build image %s: config: %w", img.Name, err)
+	}
+	if a := imageAnnotations(img.Config.Labels); a != nil {
+		out = mutate.Annotations(out, a).(v1.Image)
+	}
+	return out, nil
+}
+
+// Write writes img to w as an OCI image layout tar (what `ctr images import`
+// reads) and returns its manifest's digest, the image's digest once
+// imported. The layout is written by go-containerregistry into a temporary
+// directory, then packed by Pack.
+func Write(w io.Writer, img Image) (string, error) {
+	built, err := Build(img)
+	if err != nil {
+		return "", err
+	}
+	digest, err := built.Digest()
+	if err != nil {
+		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+	}
+	dir, err := os.MkdirTemp("", "sluice-oci-")
+	if err != nil {
+		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+	}
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+	}
+	osName, arch := img.platform()
+	err = p.AppendImage(built,
+		layout.WithAnnotations(map[string]string{AnnotationContainerdName: img.Name, AnnotationRefName: tagOf(img.Name)}),
+		layout.WithPlatform(v1.Platform{OS: osName, Architecture: arch}))
+	if err != nil {
+		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+	}
+	if err := Pack(w, dir, img.dated()); err != nil {
+		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+	}
+	return digest.String(), nil
+}
+
+func (img Image) dated() time.Time {
+	if img.Created.IsZero() {
+		return time.Unix(0, 0).UTC()
+	}
+	return img.Created.UTC()
+}
+
+func (img Image) platform() (osName, arch string) {
+	osName, arch = img.OS, img.Architecture
 	if osName == "" {
 		osName = "linux"
 	}
 	if arch == "" {
 		arch = runtime.GOARCH
 	}
+	return osName, arch
+}
 
-	var blobs []blob
-	var layers []Descriptor
-	var diffIDs []string
-	for i, files := range img.Layers {
-		l, err := buildLayer(files, created)
-		if err != nil {
-			return "", fmt.Errorf("write image %s: layer %d: %w", img.Name, i, err)
-		}
-		d := digest(l.blob)
-		blobs = append(blobs, blob{d, l.blob})
-		layers = append(layers, Descriptor{MediaType: MediaTypeLayer, Digest: d, Size: int64(len(l.blob))})
-		diffIDs = append(diffIDs, l.diffID)
-	}
-	stamp := created.Format(time.RFC3339)
-	cfg := ConfigFile{
-		Created: stamp, Architecture: arch, OS: osName,
-		Config: runConfig{Config: img.Config},
-		RootFS: RootFS{Type: "layers", DiffIDs: diffIDs},
-	}
-	if len(img.Config.ExposedPorts) > 0 {
-		cfg.Config.ExposedPortSet = map[string]struct{}{}
-		for _, p := range img.Config.ExposedPorts {
-			cfg.Config.ExposedPortSet[p] = struct{}{}
-		}
-	}
-	for range diffIDs {
-		cfg.History = append(cfg.History, HistoryItem{Created: stamp, CreatedBy: "sluice hack/tools/images"})
-	}
-	cfgJSON, err := json.Marshal(cfg)
+// layer makes a gzip layer of files from their deterministic tar.
+func layer(files []File, mtime time.Time) (v1.Layer, error) {
+	raw, err := Tar(files, mtime)
 	if err != nil {
-		return "", fmt.Errorf("write image %s: config: %w", img.Name, err)
+		return nil, err
 	}
-	cfgDesc := Descriptor{MediaType: MediaTypeConfig, Digest: digest(cfgJSON), Size: int64(len(cfgJSON))}
-	blobs = append(blobs, blob{cfgDesc.Digest, cfgJSON})
-
-	manifest, err := json.Marshal(Manifest{
-		SchemaVersion: 2, MediaType: MediaTypeManifest, Config: cfgDesc, Layers: layers,
-		Annotations: imageAnnotations(img.Config.Labels),
-	})
-	if err != nil {
-		return "", fmt.Errorf("write image %s: manifest: %w", img.Name, err)
-	}
-	manDesc := Descriptor{
-		MediaType: MediaTypeManifest, Digest: digest(manifest), Size: int64(len(manifest)),
-		Annotations: map[string]string{AnnotationContainerdName: img.Name, AnnotationRefName: tagOf(img.Name)},
-		Platform:    &Platform{Architecture: arch, OS: osName},
-	}
-	blobs = append(blobs, blob{manDesc.Digest, manifest})
-	index, err := json.Marshal(Index{SchemaVersion: 2, MediaType: MediaTypeIndex, Manifests: []Descriptor{manDesc}})
-	if err != nil {
-		return "", fmt.Errorf("write image %s: index: %w", img.Name, err)
-	}
-	if err := writeLayout(w, index, blobs, created); err != nil {
-		return "", fmt.Errorf("write image %s: %w", img.Name, err)
-	}
-	return manDesc.Digest, nil
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(raw)), nil
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression))
 }
 
 // imageAnnotations copies the org.opencontainers.image.* labels to the
@@ -224,39 +180,95 @@ func tagOf(ref string) string {
 	return "latest"
 }
 
-// writeLayout writes the layout's files: oci-layout, index.json and the
-// blobs, sorted, each blob once.
-func writeLayout(w io.Writer, index []byte, blobs []blob, mtime time.Time) error {
-	slices.SortFunc(blobs, func(a, b blob) int { return strings.Compare(a.digest, b.digest) })
-	blobs = slices.CompactFunc(blobs, func(a, b blob) bool { return a.digest == b.digest })
+// Pack writes the files under dir to w as a tar, sorted by path, owned by
+// root, directories 0755 and files 0644, every entry dated mtime: the same
+// tree gives the same bytes.
+func Pack(w io.Writer, dir string, mtime time.Time) error {
 	tw := tar.NewWriter(w)
-	dir := func(name string) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX})
-	}
-	file := func(name string, data []byte) error {
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: mtime, Format: tar.FormatPAX}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		h := &tar.Header{Name: name, ModTime: mtime, Format: tar.FormatPAX}
+		switch {
+		case d.IsDir():
+			h.Typeflag, h.Name, h.Mode = tar.TypeDir, name+"/", 0o755
+			return tw.WriteHeader(h)
+		case d.Type().IsRegular():
+		default:
+			return fmt.Errorf("pack %s: %s is not a file or a directory", dir, name)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		h.Typeflag, h.Mode, h.Size = tar.TypeReg, 0o644, fi.Size()
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		_, err := tw.Write(data)
+		_, err = io.Copy(tw, f)
 		return err
-	}
-	if err := file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
-		return err
-	}
-	if err := file("index.json", index); err != nil {
-		return err
-	}
-	if err := dir("blobs/"); err != nil {
-		return err
-	}
-	if err := dir("blobs/sha256/"); err != nil {
-		return err
-	}
-	for _, b := range blobs {
-		if err := file("blobs/sha256/"+strings.TrimPrefix(b.digest, "sha256:"), b.data); err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("pack: %w", err)
 	}
 	return tw.Close()
+}
+
+// Unpack extracts an archive Write wrote (an OCI layout tar) into dir, which
+// go-containerregistry's layout package then reads. It takes regular files
+// and directories only, each inside dir.
+func Unpack(r io.Reader, dir string) (layout.Path, error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("unpack: %w", err)
+		}
+		name := filepath.Clean(filepath.FromSlash(h.Name))
+		if !filepath.IsLocal(name) {
+			return "", fmt.Errorf("unpack: %q leaves the directory", h.Name)
+		}
+		p := filepath.Join(dir, name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			err = unpackFile(tr, p)
+		default:
+			err = fmt.Errorf("%s is not a file or a directory", h.Name)
+		}
+		if err != nil {
+			return "", fmt.Errorf("unpack: %w", err)
+		}
+	}
+	return layout.FromPath(dir)
+}
+
+func unpackFile(r io.Reader, p string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -1,11 +1,17 @@
 package ociimage
 
 import (
+	"archive/tar"
 	"bytes"
+	"errors"
+	"io"
 	"io/fs"
 	"strings"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func testImage() Image {
@@ -17,67 +23,138 @@ func testImage() Image {
 			{Path: "/home/nonroot", Dir: true, Mode: 0o700, UID: 65532, GID: 65532},
 			{Path: "/tmp", Dir: true, Mode: 0o777 | fs.ModeSticky},
 		}},
-		Config: Config{
+		Config: v1.Config{
 			User: "65532:65532", Entrypoint: []string{"/usr/local/bin/thing"},
 			Labels:       map[string]string{"org.opencontainers.image.version": "v1", "b": "2", "a": "1"},
-			ExposedPorts: []string{"9464/tcp"},
+			ExposedPorts: map[string]struct{}{"9464/tcp": {}},
 		},
 		Created: time.Unix(1700000000, 0),
 	}
 }
 
+// TestWriteRead writes an image and reads it back with go-containerregistry's
+// layout reader, which checks every blob against its digest.
 func TestWriteRead(t *testing.T) {
 	var buf bytes.Buffer
 	d, err := Write(&buf, testImage())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Read(bytes.NewReader(buf.Bytes()))
+	p, err := Unpack(bytes.NewReader(buf.Bytes()), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.Index.Manifests[0].Digest; got != d {
-		t.Errorf("index names manifest %s; Write returned %s", got, d)
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := a.Index.Manifests[0].Annotations[AnnotationContainerdName]; got != "example.test/sluice/thing:v1" {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("index holds %d manifests; want 1", len(im.Manifests))
+	}
+	desc := im.Manifests[0]
+	if desc.Digest.String() != d || desc.MediaType != types.OCIManifestSchema1 {
+		t.Errorf("index names manifest %s (%s); Write returned %s", desc.Digest, desc.MediaType, d)
+	}
+	if got := desc.Annotations[AnnotationContainerdName]; got != "example.test/sluice/thing:v1" {
 		t.Errorf("got name %q", got)
 	}
-	if got := a.Index.Manifests[0].Annotations[AnnotationRefName]; got != "v1" {
+	if got := desc.Annotations[AnnotationRefName]; got != "v1" {
 		t.Errorf("got ref name %q; want v1", got)
 	}
-	if a.Config.Config.User != "65532:65532" || a.Config.Created != "2023-11-14T22:13:20Z" {
-		t.Errorf("got user %q created %q", a.Config.Config.User, a.Config.Created)
+	if desc.Platform == nil || desc.Platform.OS != "linux" {
+		t.Errorf("got platform %v; want linux", desc.Platform)
 	}
-	if _, ok := a.Config.Config.ExposedPortSet["9464/tcp"]; !ok {
-		t.Errorf("got exposed ports %v; want 9464/tcp", a.Config.Config.ExposedPortSet)
+	img, err := idx.Image(desc.Digest)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if a.Manifest.Annotations["org.opencontainers.image.version"] != "v1" || a.Manifest.Annotations["a"] != "" {
-		t.Errorf("got manifest annotations %v", a.Manifest.Annotations)
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if m.Config.MediaType != types.OCIConfigJSON || len(m.Layers) != 1 || m.Layers[0].MediaType != types.OCILayer {
+		t.Errorf("got config %s, layers %v; want OCI media types", m.Config.MediaType, m.Layers)
+	}
+	if m.Annotations["org.opencontainers.image.version"] != "v1" || m.Annotations["a"] != "" {
+		t.Errorf("got manifest annotations %v", m.Annotations)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != "65532:65532" || !cf.Created.Equal(time.Unix(1700000000, 0)) {
+		t.Errorf("got user %q created %v", cf.Config.User, cf.Created)
+	}
+	if _, ok := cf.Config.ExposedPorts["9464/tcp"]; !ok {
+		t.Errorf("got exposed ports %v; want 9464/tcp", cf.Config.ExposedPorts)
+	}
+	if len(cf.History) != 1 || !cf.History[0].Created.Equal(time.Unix(1700000000, 0)) {
+		t.Errorf("got history %v", cf.History)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
 	var names []string
-	for _, e := range a.Layers[0] {
-		names = append(names, e.Header.Name)
-		if !e.Header.ModTime.Equal(time.Unix(1700000000, 0)) {
-			t.Errorf("%s: mtime %v", e.Header.Name, e.Header.ModTime)
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		switch e.Header.Name {
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if !h.ModTime.Equal(time.Unix(1700000000, 0)) {
+			t.Errorf("%s: mtime %v", h.Name, h.ModTime)
+		}
+		switch h.Name {
 		case "home/nonroot/":
-			if e.Header.Uid != 65532 || e.Header.Gid != 65532 || e.Header.Mode != 0o700 {
-				t.Errorf("home: uid %d gid %d mode %o", e.Header.Uid, e.Header.Gid, e.Header.Mode)
+			if h.Uid != 65532 || h.Gid != 65532 || h.Mode != 0o700 {
+				t.Errorf("home: uid %d gid %d mode %o", h.Uid, h.Gid, h.Mode)
 			}
 		case "tmp/":
-			if e.Header.Mode != 0o1777 {
-				t.Errorf("tmp: mode %o; want 1777", e.Header.Mode)
+			if h.Mode != 0o1777 {
+				t.Errorf("tmp: mode %o; want 1777", h.Mode)
 			}
 		case "usr/local/bin/thing":
-			if string(e.Data) != "binary" || e.Header.Mode != 0o755 || e.Header.Uid != 0 {
-				t.Errorf("thing: %q mode %o uid %d", e.Data, e.Header.Mode, e.Header.Uid)
+			if string(data) != "binary" || h.Mode != 0o755 || h.Uid != 0 {
+				t.Errorf("thing: %q mode %o uid %d", data, h.Mode, h.Uid)
 			}
 		}
 	}
 	want := "etc/ etc/passwd home/ home/nonroot/ tmp/ usr/ usr/local/ usr/local/bin/ usr/local/bin/thing"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("got entries %s; want %s", got, want)
+	}
+}
+
+// TestUnpackRefuses checks that Unpack writes nothing outside its directory.
+func TestUnpackRefuses(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "../evil", Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Unpack(&buf, t.TempDir()); err == nil {
+		t.Error("got no error for ../evil")
 	}
 }
 

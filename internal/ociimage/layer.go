@@ -1,18 +1,15 @@
 // Package ociimage writes container images as OCI image layout archives
-// (the tarballs `ctr images import` and `docker load` read), from files
-// given in memory, without a container engine or a registry. What it writes
-// depends only on what it is given: every timestamp is the image's Created
-// time, entries are sorted, owners and modes are the files' own, and layers
-// are gzip streams without a name or time, so the same input gives the same
-// digests.
+// (the tarballs `ctr images import` reads), from files given in memory,
+// without a container engine or a registry. go-containerregistry assembles
+// the image and writes the layout; this package gives it deterministic
+// layer tars and packs the layout deterministically: every timestamp is the
+// image's Created time, entries are sorted, owners and modes are the files'
+// own, so the same input gives the same digests.
 package ociimage
 
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,20 +32,14 @@ type File struct {
 	Data     []byte
 }
 
-// layer is a layer's blob (gzip) and the digest of its uncompressed tar
-// (the config's diff_id).
-type layer struct {
-	blob   []byte
-	diffID string
-}
-
-// buildLayer writes files into a tar, sorted by path, every entry dated
-// mtime, and compresses it. Parent directories not listed are added as
-// root-owned 0755 directories.
-func buildLayer(files []File, mtime time.Time) (layer, error) {
+// Tar writes files into a tar, sorted by path, every entry dated mtime,
+// with the owners and modes the files give: the same files give the same
+// bytes. Parent directories not listed are added as root-owned 0755
+// directories.
+func Tar(files []File, mtime time.Time) ([]byte, error) {
 	entries, err := withParents(files)
 	if err != nil {
-		return layer{}, err
+		return nil, err
 	}
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
@@ -79,29 +70,18 @@ func buildLayer(files []File, mtime time.Time) (layer, error) {
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.Data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			return layer{}, fmt.Errorf("layer: %s: %w", f.Path, err)
+			return nil, fmt.Errorf("layer: %s: %w", f.Path, err)
 		}
 		if h.Typeflag == tar.TypeReg {
 			if _, err := tw.Write(f.Data); err != nil {
-				return layer{}, fmt.Errorf("layer: %s: %w", f.Path, err)
+				return nil, fmt.Errorf("layer: %s: %w", f.Path, err)
 			}
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return layer{}, fmt.Errorf("layer: %w", err)
+		return nil, fmt.Errorf("layer: %w", err)
 	}
-	var gz bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-	if err != nil {
-		return layer{}, fmt.Errorf("layer: %w", err)
-	}
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return layer{}, fmt.Errorf("layer: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return layer{}, fmt.Errorf("layer: %w", err)
-	}
-	return layer{blob: gz.Bytes(), diffID: digest(raw.Bytes())}, nil
+	return raw.Bytes(), nil
 }
 
 // withParents checks files, adds the directories they need and sorts them
@@ -140,9 +120,4 @@ func withParents(files []File) ([]File, error) {
 	}
 	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
-}
-
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

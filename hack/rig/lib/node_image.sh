@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2034 # constants read by the other files
 # The node's images, made here and imported into containerd, so that nothing
-# is ever pulled: the pod sandbox (hack/rig/pause, static Go) and the rig's
-# busybox directory (lib/image.sh) as one-layer OCI image archives. The
-# layers are tars with fixed owners and times, so the same files give the
+# is ever pulled: the pod sandbox, the pause image of hack/tools/images (the
+# one `make images` builds, static Go from hack/tools/pause), and the rig's
+# busybox directory (lib/image.sh) as a one-layer OCI image archive whose
+# layer is a tar with fixed owners and times, so the same files give the
 # same digests.
 #
-# When `make images` (hack/tools) gives OCI archives of its own (pause,
-# CoreDNS, sluice-tunnel), node_image_import takes them the same way: an
-# archive whose index.json names the image in io.containerd.image.name.
+# node_image_import takes any OCI archive of `make images` (CoreDNS,
+# sluice-tunnel) the same way: an archive whose index.json names the image
+# in io.containerd.image.name.
 set -euo pipefail
 
 NODE_IMAGE_DIR="${RIG_DIR}/images/oci"
-NODE_PAUSE_IMAGE=sluice-rig.local/pause:v1
+NODE_PAUSE_IMAGE=localhost/sluice-rig/pause:v1
 NODE_BUSYBOX_IMAGE=sluice-rig.local/busybox:v1
 
 # oci_blob DIR FILE: moves FILE into DIR/blobs/sha256 under its digest and
@@ -62,21 +63,22 @@ oci_archive() {
 	rm -rf "${work}"
 }
 
-# node_pause_rootfs DIR: the pause binary, static, as /pause.
-node_pause_rootfs() {
+# node_pause_archive DIR: the pause image (NODE_PAUSE_IMAGE) as DIR/pause.tar,
+# built by hack/tools/images like `make images` does (DIR/images.txt names it).
+node_pause_archive() {
 	local dir="$1" repo
 	repo="$(cd "${RIG_SRC_DIR}/../.." && pwd)"
-	install -d -m 0755 "${dir}"
-	(cd "${repo}" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "${dir}/pause" ./hack/rig/pause) ||
-		die "node: go build ./hack/rig/pause failed"
-	touch -d @0 "${dir}/pause"
+	(cd "${repo}" && go run ./hack/tools/images -out "${dir}" -images pause >/dev/null) ||
+		die "node: go run ./hack/tools/images -images pause failed"
+	grep -q "^${NODE_PAUSE_IMAGE} " "${dir}/images.txt" ||
+		die "node: ${dir}/images.txt does not name ${NODE_PAUSE_IMAGE}"
 }
 
 # node_image_import ARCHIVE REF: imports ARCHIVE into containerd's k8s.io
 # namespace unless REF is there already with the archive's manifest.
 node_image_import() {
 	local archive="$1" ref="$2" want have
-	want="$(tar -xOf "${archive}" index.json | grep -o '"digest":"sha256:[0-9a-f]*"' | head -n 1 | cut -d'"' -f4)"
+	want="$(tar -xOf "${archive}" index.json | grep -o '"digest": *"sha256:[0-9a-f]*"' | head -n 1 | grep -o 'sha256:[0-9a-f]*')"
 	have="$(node_ctr images ls "name==${ref}" 2>/dev/null | awk -v r="${ref}" '$1 == r {print $3}')"
 	if [[ -n "${want}" && "${have}" == "${want}" ]]; then
 		return 0
@@ -92,11 +94,7 @@ NODE_IMAGES_DONE=no
 node_images_up() {
 	[[ "${NODE_IMAGES_DONE}" == no ]] || return 0
 	install -d -m 0755 "${NODE_IMAGE_DIR}"
-	local rootfs
-	rootfs="$(mktemp -d)"
-	node_pause_rootfs "${rootfs}"
-	oci_archive "${NODE_PAUSE_IMAGE}" "${rootfs}" 65535:65535 "${NODE_IMAGE_DIR}/pause.tar" /pause
-	rm -rf "${rootfs}"
+	node_pause_archive "${NODE_IMAGE_DIR}"
 	oci_archive "${NODE_BUSYBOX_IMAGE}" "${RIG_IMAGE_DIR}" 0:0 "${NODE_IMAGE_DIR}/busybox.tar" /bin/sh
 	node_image_import "${NODE_IMAGE_DIR}/pause.tar" "${NODE_PAUSE_IMAGE}"
 	node_image_import "${NODE_IMAGE_DIR}/busybox.tar" "${NODE_BUSYBOX_IMAGE}"

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/sluice-hpc/sluice/internal/ociimage"
 )
 
@@ -101,7 +103,7 @@ func goImage(ctx context.Context, root, tmp string, o options, s stamp, sp spec)
 	img := ociimage.Image{
 		Name:   sp.ref(s),
 		Layers: [][]ociimage.File{files},
-		Config: ociimage.Config{
+		Config: v1.Config{
 			User: nonrootIDs, WorkingDir: "/", Env: []string{"PATH=/usr/local/bin"},
 			Labels: s.labels(sp.name, o.source, s.version),
 		},

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/sluice-hpc/sluice/internal/ociimage"
 	"github.com/sluice-hpc/sluice/internal/version"
 )
@@ -40,10 +42,10 @@ func corednsImage(ctx context.Context, o options, s stamp) (ociimage.Image, erro
 	return ociimage.Image{
 		Name:   corednsRepository + ":" + version.ImageTag(v),
 		Layers: [][]ociimage.File{files},
-		Config: ociimage.Config{
+		Config: v1.Config{
 			User: nonrootIDs, WorkingDir: "/", Labels: labels,
 			Entrypoint:   []string{"/coredns"},
-			ExposedPorts: []string{"53/udp", "53/tcp", "8080/tcp", "8181/tcp"},
+			ExposedPorts: ports("53/udp", "53/tcp", "8080/tcp", "8181/tcp"),
 		},
 		Created: s.created, Architecture: o.arch,
 	}, nil

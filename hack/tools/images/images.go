@@ -53,6 +53,15 @@ func nonrootFiles() []ociimage.File {
 	}
 }
 
+// ports returns the set of exposed ports "PORT/tcp" or "PORT/udp".
+func ports(p ...string) map[string]struct{} {
+	set := map[string]struct{}{}
+	for _, x := range p {
+		set[x] = struct{}{}
+	}
+	return set
+}
+
 // specs are the images this program builds, by name.
 var specs = map[string]spec{
 	"sluice-tunnel": {
@@ -62,7 +71,7 @@ var specs = map[string]spec{
 		configure: func(img *ociimage.Image) {
 			img.Config.Entrypoint = []string{"/usr/local/bin/sluice-tunnel"}
 			// The metrics ports of the ssh-forward and ssh-reverse containers.
-			img.Config.ExposedPorts = []string{"9464/tcp", "9465/tcp"}
+			img.Config.ExposedPorts = ports("9464/tcp", "9465/tcp")
 		},
 	},
 	"sluice-vk": {

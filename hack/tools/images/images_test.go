@@ -1,8 +1,11 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -65,14 +68,33 @@ func TestTunnelImage(t *testing.T) {
 		t.Errorf("the two archives differ")
 	}
 
-	a, err := ociimage.Read(bytes.NewReader(a0))
+	p, err := ociimage.Unpack(bytes.NewReader(a0), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.Index.Manifests[0].Digest; got != digests[0] {
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("the archive holds %d manifests; want 1", len(im.Manifests))
+	}
+	if got := im.Manifests[0].Digest.String(); got != digests[0] {
 		t.Errorf("the archive's manifest is %s; the build printed %s", got, digests[0])
 	}
-	c := a.Config.Config
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cf.Config
 	if c.User != "65532:65532" {
 		t.Errorf("got User %q; want 65532:65532", c.User)
 	}
@@ -84,19 +106,31 @@ func TestTunnelImage(t *testing.T) {
 			t.Errorf("label org.opencontainers.image.%s is missing: %v", l, c.Labels)
 		}
 	}
-	name := a.Index.Manifests[0].Annotations[ociimage.AnnotationContainerdName]
+	name := im.Manifests[0].Annotations[ociimage.AnnotationContainerdName]
 	if want := "ghcr.io/sluice-hpc/sluice-tunnel:"; !strings.HasPrefix(name, want) || strings.HasSuffix(name, ":latest") {
 		t.Errorf("got image name %q; want %s<version>", name, want)
 	}
 
-	created, err := time.Parse(time.RFC3339, a.Config.Created)
+	created := cf.Created.Time
+	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var binary []byte
-	for _, layer := range a.Layers {
-		for _, e := range layer {
-			h := e.Header
+	for _, layer := range layers {
+		rc, err := layer.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 			if shells[path.Base(strings.TrimSuffix(h.Name, "/"))] {
 				t.Errorf("the image holds a shell: /%s", h.Name)
 			}
@@ -107,9 +141,12 @@ func TestTunnelImage(t *testing.T) {
 				t.Errorf("/%s is owned by %d:%d; want 0:0 or 65532:65532", h.Name, h.Uid, h.Gid)
 			}
 			if h.Name == "usr/local/bin/sluice-tunnel" {
-				binary = e.Data
+				if binary, err = io.ReadAll(tr); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
+		rc.Close()
 	}
 	if binary == nil {
 		t.Fatal("the image has no /usr/local/bin/sluice-tunnel")

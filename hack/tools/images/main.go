@@ -1,6 +1,7 @@
 // Command images writes the container images of sluice as OCI image
-// archives (internal/ociimage), without a container engine or a registry:
-// it builds the binaries with go build and lays them out on no base image.
+// archives (internal/ociimage, on go-containerregistry), without a container
+// engine or a registry: it builds the binaries with go build and lays them
+// out on no base image.
 //
 //	go run ./hack/tools/images [-out bin/images] [-images sluice-tunnel,sluice-vk,pause]
 //	    [-coredns PATH] [-version V] [-revision R] [-source URL]
