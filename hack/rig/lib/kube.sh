@@ -101,12 +101,13 @@ kube_args() {
 	esac
 }
 
-# kube_fingerprint SERVICE: a hash of the command line and of every file it
-# names, so that a new binary, flag, certificate or key shows as a change.
-kube_fingerprint() {
+# command_fingerprint ARGS_FN SERVICE: a hash of the command line ARGS_FN
+# prints for SERVICE and of every file it names, so that a new binary, flag,
+# certificate or key shows as a change.
+command_fingerprint() {
 	local word path
 	{
-		kube_args "$1"
+		"$1" "$2"
 		while IFS= read -r word; do
 			path="${word#*=}"
 			if [[ "${path}" != /* || ! -f "${path}" ]]; then
@@ -118,9 +119,12 @@ kube_fingerprint() {
 			else
 				sha256sum "${path}"
 			fi
-		done < <(kube_args "$1")
+		done < <("$1" "$2")
 	} | sha256sum | cut -d' ' -f1
 }
+
+# kube_fingerprint SERVICE: the fingerprint of a control-plane service.
+kube_fingerprint() { command_fingerprint kube_args "$1"; }
 
 kube_fingerprint_file() { printf '%s/%s.fingerprint' "${RIG_RUN_DIR}" "$1"; }
 

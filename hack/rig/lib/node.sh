@@ -144,23 +144,7 @@ node_args() {
 }
 
 # node_fingerprint SERVICE: like kube_fingerprint, for the node's services.
-node_fingerprint() {
-	local word path
-	{
-		node_args "$1"
-		while IFS= read -r word; do
-			path="${word#*=}"
-			if [[ "${path}" != /* || ! -f "${path}" ]]; then
-				continue
-			fi
-			if [[ -x "${path}" ]]; then
-				stat -c '%n %s %y %i' "${path}"
-			else
-				sha256sum "${path}"
-			fi
-		done < <(node_args "$1")
-	} | sha256sum | cut -d' ' -f1
-}
+node_fingerprint() { command_fingerprint node_args "$1"; }
 
 # node_prepare: packages, binaries, certificates, configuration.
 node_prepare() {
