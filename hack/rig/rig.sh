@@ -3,10 +3,11 @@
 # rig.sh: the local rig — a login node and a compute node (network namespaces)
 # with Slurm, sshd and Charliecloud, and on the cluster side Redis and a
 # Kubernetes control plane (etcd, API server, controller manager, scheduler),
-# and, when asked, a real Kubernetes node (containerd, kubelet, kube-proxy).
+# and a real Kubernetes node (containerd, kubelet, kube-proxy) with the
+# cluster's DNS.
 #
-#   rig.sh up                       start everything (idempotent); the node too
-#                                   when SLUICE_RIG_NODE=1
+#   rig.sh up                       start everything (idempotent); the node
+#                                   unless SLUICE_RIG_NODE=0
 #   rig.sh up node                  start the node only (the rest must be up)
 #   rig.sh down                     stop everything it started (the node too),
 #                                   remove the network
@@ -49,6 +50,8 @@ source "${RIG_SRC_DIR}/lib/kube_pki.sh"
 source "${RIG_SRC_DIR}/lib/node.sh"
 # shellcheck source=lib/node_image.sh
 source "${RIG_SRC_DIR}/lib/node_image.sh"
+# shellcheck source=lib/cluster.sh
+source "${RIG_SRC_DIR}/lib/cluster.sh"
 # shellcheck source=lib/env.sh
 source "${RIG_SRC_DIR}/lib/env.sh"
 # shellcheck source=lib/services.sh
@@ -60,7 +63,7 @@ usage: rig.sh up [node] | down | status | start|stop|restart SERVICE
   SERVICE: munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis
            etcd kube-apiserver kube-controller-manager kube-scheduler
            containerd kubelet kube-proxy
-  SLUICE_RIG_NODE=1 rig.sh up also starts the node (containerd, kubelet, kube-proxy)
+  SLUICE_RIG_NODE=0 rig.sh up leaves the node (containerd, kubelet, kube-proxy) out
 USAGE
 	exit 2
 }

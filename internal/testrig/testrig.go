@@ -42,6 +42,12 @@ func (r *Rig) Get(t testing.TB, key string) string {
 	return v
 }
 
+// Lookup returns the value of a rig.env key and whether it is set.
+func (r *Rig) Lookup(key string) (string, bool) {
+	v, ok := r.vars[key]
+	return v, ok && v != ""
+}
+
 // Ctl runs hack/rig/rig.sh with args (for example "restart", "sshd-login")
 // and fails the test if it fails.
 func (r *Rig) Ctl(t testing.TB, args ...string) {

@@ -1,9 +1,9 @@
 //go:build rig
 
 // Package rignode tests the rig's real Kubernetes node (hack/rig/lib/node.sh:
-// containerd, runc, the kubelet, kube-proxy and a bridge CNI network). The
-// node is off by default; these tests run when SLUICE_RIG_NODE=1 and skip,
-// with the reason, otherwise.
+// containerd, runc, the kubelet, kube-proxy and a bridge CNI network) and
+// what the cluster has with it (hack/rig/lib/cluster.sh: CoreDNS, Redis as
+// a Service outside the cluster).
 package rignode
 
 import (
@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,18 +32,18 @@ const restrictedUID = 65532
 type nodeEnv struct {
 	client  kubernetes.Interface
 	node    string
-	taint   string
 	image   string
+	login   string
+	dns     string
 	podCIDR netip.Prefix
 }
 
 func loadNode(t *testing.T) *nodeEnv {
 	t.Helper()
-	if os.Getenv("SLUICE_RIG_NODE") != "1" {
-		t.Skip("the rig's real node is off by default: start it with `hack/rig/rig.sh up node` " +
-			"(or SLUICE_RIG_NODE=1 hack/rig/rig.sh up) and run the tests with SLUICE_RIG_NODE=1")
-	}
 	rig := testrig.Load(t)
+	if _, ok := rig.Lookup("RIG_K8S_NODE"); !ok {
+		testrig.Unavailable(t, "the rig runs without its node (SLUICE_RIG_NODE=0): run hack/rig/rig.sh up")
+	}
 	rc, err := clientcmd.BuildConfigFromFlags("", rig.Get(t, "RIG_KUBECONFIG"))
 	if err != nil {
 		t.Fatalf("kubeconfig: %v", err)
@@ -60,8 +59,9 @@ func loadNode(t *testing.T) *nodeEnv {
 	return &nodeEnv{
 		client:  client,
 		node:    rig.Get(t, "RIG_K8S_NODE"),
-		taint:   rig.Get(t, "RIG_K8S_NODE_TAINT"),
 		image:   rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"),
+		login:   rig.Get(t, "RIG_LOGIN_ADDR"),
+		dns:     rig.Get(t, "RIG_K8S_CLUSTER_DNS"),
 		podCIDR: cidr,
 	}
 }
@@ -114,12 +114,11 @@ func TestNodeIsReady(t *testing.T) {
 	if !strings.HasPrefix(info.KubeletVersion, "v1.") {
 		t.Errorf("kubelet version %q; want v1.…", info.KubeletVersion)
 	}
-	tainted := false
+	// the shadows of the e2e tests ask for no toleration
 	for _, taint := range node.Spec.Taints {
-		tainted = tainted || (taint.Key == e.taint && taint.Effect == corev1.TaintEffectNoSchedule)
-	}
-	if !tainted {
-		t.Errorf("node %s lacks the NoSchedule taint %s that keeps other tests' pods off it", e.node, e.taint)
+		if taint.Effect == corev1.TaintEffectNoSchedule || taint.Effect == corev1.TaintEffectNoExecute {
+			t.Errorf("node %s is tainted %s:%s; shadows would not be placed on it", e.node, taint.Key, taint.Effect)
+		}
 	}
 	t.Logf("node %s: kubelet %s, %s, %s", e.node, info.KubeletVersion, info.ContainerRuntimeVersion, info.KernelVersion)
 }
@@ -215,17 +214,9 @@ exec httpd -f -p 8080 -h /www`
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"kubernetes.io/hostname": e.node},
-			Tolerations: []corev1.Toleration{{
-				Key: e.taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
-			}},
+			NodeSelector:                 map[string]string{"kubernetes.io/hostname": e.node},
 			AutomountServiceAccountToken: ptrTo(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptrTo(true),
-				RunAsUser:      ptrTo[int64](restrictedUID),
-				RunAsGroup:     ptrTo[int64](restrictedUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:              restrictedPodContext(),
 			Containers: []corev1.Container{{
 				Name:            "web",
 				Image:           e.image,
@@ -240,14 +231,29 @@ exec httpd -f -p 8080 -h /www`
 					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
 					PeriodSeconds: 1,
 				},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptrTo(false),
-					ReadOnlyRootFilesystem:   ptrTo(true),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
+				SecurityContext: restrictedContext(),
 			}},
 			Volumes: []corev1.Volume{{Name: "www", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
+	}
+}
+
+// restrictedPodContext and restrictedContext are what the restricted Pod
+// Security Standard asks of a pod and of each of its containers.
+func restrictedPodContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptrTo(true),
+		RunAsUser:      ptrTo[int64](restrictedUID),
+		RunAsGroup:     ptrTo[int64](restrictedUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func restrictedContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptrTo(false),
+		ReadOnlyRootFilesystem:   ptrTo(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 }
 

@@ -22,12 +22,17 @@ VETH_HOST=sluice-h0
 VETH_LOGIN_UP=sluice-l0
 VETH_LOGIN_DOWN=sluice-l1
 VETH_NODE=sluice-n0
+# The address of the cluster's services outside the cluster (Redis, the API
+# server), on the host's loopback device (these kernels have no dummy
+# device): the node's pods reach it, the site's namespaces have no route.
+EXT_ADDR=10.251.15.1
 
 NODE_NAME=node1
 CLUSTER_NAME=sluice
 RIG_USER=alice
 RIG_OTHER_USER=bob
 REDIS_ADDR=127.0.0.1:6379
+REDIS_EXT_ADDR=${EXT_ADDR}:6379
 SOCKET_DIR_ROOT=/tmp/sluice-sock
 SLURM_CONF=/etc/slurm/slurm.conf
 SLURMDBD_CONF=/etc/slurm/slurmdbd.conf

@@ -21,6 +21,7 @@ env_write() {
 		printf 'RIG_DATA_ROOT=%s\n' "$(data_root)"
 		printf 'RIG_IMAGE=%s\n' "${RIG_IMAGE_DIR}"
 		printf 'RIG_REDIS_ADDR=%s\n' "${REDIS_ADDR}"
+		printf 'RIG_REDIS_EXT_ADDR=%s\n' "${REDIS_EXT_ADDR}"
 		printf 'RIG_SOCKET_DIR_ROOT=%s\n' "${SOCKET_DIR_ROOT}"
 		printf 'RIG_SSHD_NODE_OVERRIDE=%s\n' "$(sshd_override sshd-node)"
 		printf 'RIG_SLURM_CONF=%s\n' "${SLURM_CONF}"
@@ -29,7 +30,7 @@ env_write() {
 		printf 'RIG_KUBE_SERVER=%s\n' "${KUBE_SERVER}"
 		if node_enabled || node_pid kubelet >/dev/null; then
 			printf 'RIG_K8S_NODE=%s\n' "${NODE_K8S_NAME}"
-			printf 'RIG_K8S_NODE_TAINT=%s\n' "${NODE_TAINT_KEY}"
+			printf 'RIG_K8S_CONTAINERD_SOCK=%s\n' "${NODE_CONTAINERD_SOCK}"
 			printf 'RIG_K8S_POD_CIDR=%s\n' "${NODE_POD_CIDR}"
 			printf 'RIG_K8S_BUSYBOX_IMAGE=%s\n' "${NODE_BUSYBOX_IMAGE}"
 			printf 'RIG_K8S_CLUSTER_DNS=%s\n' "${NODE_CLUSTER_DNS}"

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2034 # constants read by the other files
-# The cluster's control plane, in the host namespace on 127.0.0.1: etcd,
+# The cluster's control plane, in the host namespace: etcd,
 # kube-apiserver, kube-controller-manager and kube-scheduler, built from
 # their Go modules by hack/tools/build.sh (one `kube` binary with
-# subcommands, and `etcd`). No kubelet: pods stay Pending until a node (the
-# virtual kubelet) registers.
+# subcommands, and `etcd`). The API server listens on EXT_ADDR only (not
+# on an address the site's namespaces can reach) and advertises it: the
+# endpoint of the `kubernetes` Service that the node's pods reach through
+# kube-proxy (lib/node.sh).
 set -euo pipefail
 
 KUBE_DIR="${RIG_DIR}/kube"
 KUBE_PORT=6443
-KUBE_SERVER="https://127.0.0.1:${KUBE_PORT}"
+KUBE_SERVER="https://${EXT_ADDR}:${KUBE_PORT}"
 KUBE_SERVICE_CIDR=10.96.0.0/16
 KUBE_SERVICE_IP=10.96.0.1
 KUBE_ISSUER=https://kubernetes.default.svc.cluster.local
@@ -53,8 +55,7 @@ kube_args() {
 		;;
 	kube-apiserver)
 		printf '%s\n' "${KUBE_BIN}" apiserver \
-			--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="${KUBE_PORT}" \
-			--endpoint-reconciler-type=none \
+			--bind-address="${EXT_ADDR}" --advertise-address="${EXT_ADDR}" --secure-port="${KUBE_PORT}" \
 			--etcd-servers="${ETCD_CLIENT_URL}" \
 			--service-cluster-ip-range="${KUBE_SERVICE_CIDR}" \
 			--tls-cert-file="${pki}/apiserver.crt" --tls-private-key-file="${pki}/apiserver.key" \
@@ -65,6 +66,7 @@ kube_args() {
 			--service-account-key-file="${KUBE_SA_PUB}" \
 			--service-account-signing-key-file="${KUBE_SA_KEY}" \
 			--authorization-mode=Node,RBAC \
+			--kubelet-preferred-address-types=InternalIP,Hostname \
 			--enable-admission-plugins=NodeRestriction \
 			--requestheader-client-ca-file="${KUBE_FRONT_PROXY_CA_CERT}" \
 			--requestheader-allowed-names=front-proxy-client \

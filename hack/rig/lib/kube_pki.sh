@@ -19,12 +19,13 @@ KUBE_CERT_DAYS=365
 KUBE_CERT_RENEW_S=$((30 * 24 * 3600))
 
 # The API server's names: the in-cluster names a job uses (through the
-# tunnel, with TLS verified), loopback, the host's rig address, and the first
-# IP of the service range (the `kubernetes` Service).
+# tunnel, with TLS verified), loopback, the host's rig address, the address
+# it advertises, and the first IP of the service range (the `kubernetes`
+# Service).
 KUBE_APISERVER_SANS=(
 	DNS:kubernetes.default.svc.cluster.local DNS:kubernetes.default.svc
 	DNS:kubernetes.default DNS:kubernetes DNS:localhost
-	"IP:127.0.0.1" "IP:${HOST_ADDR}" "IP:${KUBE_SERVICE_IP}"
+	"IP:127.0.0.1" "IP:${HOST_ADDR}" "IP:${EXT_ADDR}" "IP:${KUBE_SERVICE_IP}"
 )
 
 kube_new_key() {

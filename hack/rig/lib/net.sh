@@ -3,7 +3,9 @@
 #   host (the cluster) 10.251.1.1 <-veth-> 10.251.1.2 sluice-login
 #   sluice-login       10.251.2.1 <-veth-> 10.251.2.2 sluice-node
 # No forwarding, no default routes: the host reaches the login node only, and
-# the node is reached only from the login node.
+# the node is reached only from the login node. The host's loopback device
+# holds EXT_ADDR too, the address of the cluster's external services, which
+# neither namespace can route to.
 set -euo pipefail
 
 netns_exists() { [[ -e "/run/netns/$1" ]]; }
@@ -47,10 +49,12 @@ net_up() {
 	ip -n "${NS_NODE}" addr replace "${NODE_ADDR}/24" dev "${VETH_NODE}"
 	ip -n "${NS_NODE}" link set "${VETH_NODE}" up
 
+	ip addr replace "${EXT_ADDR}/32" dev lo
+
 	# The host has a default route: without this, packets for the node's
 	# network would leave through it. Unreachable fails them locally.
 	ip route replace unreachable "${NODE_NET}"
-	log "network: ${NS_LOGIN} ${LOGIN_ADDR}, ${NS_NODE} ${NODE_ADDR} (host ${HOST_ADDR})"
+	log "network: ${NS_LOGIN} ${LOGIN_ADDR}, ${NS_NODE} ${NODE_ADDR} (host ${HOST_ADDR}, services ${EXT_ADDR})"
 }
 
 in_netns_sysctl() {
@@ -85,6 +89,7 @@ net_down() {
 	if link_exists "" "${VETH_HOST}"; then
 		ip link del "${VETH_HOST}"
 	fi
+	ip addr del "${EXT_ADDR}/32" dev lo 2>/dev/null || true
 	log "network: down"
 }
 
@@ -93,11 +98,13 @@ net_down() {
 # SIGPIPE would read as failure.)
 net_ok() {
 	netns_exists "${NS_LOGIN}" && netns_exists "${NS_NODE}" || return 1
-	local host login node
+	local host login node ext
 	host="$(ip -o addr show dev "${VETH_HOST}" 2>/dev/null)" || return 1
+	ext="$(ip -o addr show dev lo 2>/dev/null)" || return 1
 	login="$(ip -n "${NS_LOGIN}" -o addr show 2>/dev/null)" || return 1
 	node="$(ip -n "${NS_NODE}" -o addr show 2>/dev/null)" || return 1
 	[[ "${host}" == *" ${HOST_ADDR}/24 "* ]] &&
+		[[ "${ext}" == *" ${EXT_ADDR}/32 "* ]] &&
 		[[ "${login}" == *" ${LOGIN_ADDR}/24 "* ]] &&
 		[[ "${login}" == *" ${LOGIN_NODE_SIDE_ADDR}/24 "* ]] &&
 		[[ "${node}" == *" ${NODE_ADDR}/24 "* ]]

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2034 # constants read by the other files
-# A real node in the host namespace, off by default (SLUICE_RIG_NODE=1 for
-# `up`, or `rig.sh up node`): containerd (Debian) with its CRI plugin and
+# A real node in the host namespace, started by `up` (SLUICE_RIG_NODE=0
+# leaves it out; `rig.sh up node` starts it alone): containerd (Debian) with its CRI plugin and
 # runc, the kubelet and kube-proxy (`kube kubelet`, `kube proxy`, built by
 # hack/tools/build.sh with the control plane), and a bridge CNI network
 # (Debian's containernetworking-plugins). Everything of its own lives in
-# ${RIG_DIR}/node; `down` stops it by PID like the rest.
+# ${RIG_DIR}/node; `down` stops it by PID like the rest. Once it is Ready,
+# lib/cluster.sh gives the cluster its DNS and the Service of Redis.
 #
-# The node registers tainted (NODE_TAINT, NoSchedule) so that pods which
-# do not ask for it — the shadows of the e2e tests, meant for test/hostnode
-# — are not placed on it while the tests still run there.
+# Pods leaving for the site's network are masqueraded to the host's address
+# (the bridge plugin's ipMasq), as a cluster's egress is: the login node
+# has no route to the pods.
 set -euo pipefail
 
 NODE_PACKAGES=(containerd runc containernetworking-plugins iptables nftables)
 NODE_SERVICES=(containerd kubelet kube-proxy)
 NODE_K8S_NAME=rig-node
-NODE_TAINT_KEY=sluice.io/rig-node
+# the taint the node carried while the e2e tests ran elsewhere; removed
+NODE_OLD_TAINT_KEY=sluice.io/rig-node
 NODE_DIR="${RIG_DIR}/node"
 NODE_CONTAINERD_SOCK="${NODE_DIR}/run/containerd.sock"
 NODE_POD_CIDR=10.251.16.0/24
@@ -29,8 +31,8 @@ NODE_PROXY_METRICS_PORT=10249
 # nftables (iptables also works here: Debian's iptables uses nf_tables)
 NODE_PROXY_MODE="${SLUICE_RIG_PROXY_MODE:-nftables}"
 
-# node_enabled: `up` starts the node only when asked.
-node_enabled() { [[ "${SLUICE_RIG_NODE:-}" == 1 ]]; }
+# node_enabled: `up` starts the node unless SLUICE_RIG_NODE=0.
+node_enabled() { [[ "${SLUICE_RIG_NODE:-1}" != 0 ]]; }
 
 # node_ctr ARGS...: ctr on the node's containerd, in the CRI's namespace.
 node_ctr() { ctr --address "${NODE_CONTAINERD_SOCK}" --namespace k8s.io "$@"; }
@@ -75,7 +77,7 @@ node_conf_up() {
 		CA="${KUBE_CA_CERT}" ADDRESS="${HOST_ADDR}" PORT="${NODE_KUBELET_PORT}" \
 		HEALTHZ_PORT="${NODE_KUBELET_HEALTHZ_PORT}" CLUSTER_DNS="${NODE_CLUSTER_DNS}" \
 		RESOLV_CONF="${etc}/resolv.conf" SOCK="${NODE_CONTAINERD_SOCK}" \
-		POD_CIDR="${NODE_POD_CIDR}" TAINT_KEY="${NODE_TAINT_KEY}" || true
+		POD_CIDR="${NODE_POD_CIDR}" || true
 	# shellcheck disable=SC2153 # KUBE_DIR is lib/kube.sh's
 	render "${RIG_SRC_DIR}/conf/kube-proxy.yaml.in" "${etc}/kube-proxy.yaml" 0644 \
 		KUBECONFIG="${KUBE_DIR}/kube-proxy.kubeconfig" NAME="${NODE_K8S_NAME}" \
@@ -143,8 +145,18 @@ node_args() {
 	esac
 }
 
-# node_fingerprint SERVICE: like kube_fingerprint, for the node's services.
-node_fingerprint() { command_fingerprint node_args "$1"; }
+# node_fingerprint SERVICE: like kube_fingerprint, for the node's services,
+# with the files their configuration files name (kube-proxy's kubeconfig,
+# the kubelet's client CA), which the command line does not.
+node_fingerprint() {
+	{
+		command_fingerprint node_args "$1"
+		case "$1" in
+		kube-proxy) sha256sum "${KUBE_DIR}/kube-proxy.kubeconfig" ;;
+		kubelet) sha256sum "${KUBE_CA_CERT}" ;;
+		esac
+	} | sha256sum | cut -d' ' -f1
+}
 
 # node_prepare: packages, binaries, certificates, configuration.
 node_prepare() {
@@ -217,7 +229,22 @@ node_up() {
 	node_images_up
 	wait_until 120 "${NODE_K8S_NAME} to be Ready" node_is_ready ||
 		{ tail_log kubelet; die "node: ${NODE_K8S_NAME} is not Ready ($(node_ready_state))"; }
+	node_untaint
 	log "node: ${NODE_K8S_NAME} Ready (pods ${NODE_POD_CIDR}, proxy ${NODE_PROXY_MODE})"
+	cluster_up
+}
+
+# node_untaint removes the taint an older rig registered the node with (the
+# kubelet keeps the taints of a node object that exists).
+node_untaint() {
+	local n
+	n="$(kube_api_get "/api/v1/nodes/${NODE_K8S_NAME}" 2>/dev/null)" || return 0
+	[[ "${n}" == *"\"key\": \"${NODE_OLD_TAINT_KEY}\""* || "${n}" == *"\"key\":\"${NODE_OLD_TAINT_KEY}\""* ]] || return 0
+	curl -sSf --max-time 10 --cacert "${KUBE_CA_CERT}" \
+		--cert "${KUBE_PKI_DIR}/admin.crt" --key "${KUBE_PKI_DIR}/admin.key" \
+		-X PATCH -H 'Content-Type: application/merge-patch+json' --data '{"spec":{"taints":null}}' \
+		"${KUBE_SERVER}/api/v1/nodes/${NODE_K8S_NAME}" >/dev/null || die "node: cannot remove the taint ${NODE_OLD_TAINT_KEY}"
+	log "node: removed the taint ${NODE_OLD_TAINT_KEY}"
 }
 
 # node_containers_down kills every container of the node's containerd and

@@ -7,14 +7,15 @@
 # layer is a tar with fixed owners and times, so the same files give the
 # same digests.
 #
-# node_image_import takes any OCI archive of `make images` (CoreDNS,
-# sluice-tunnel) the same way: an archive whose index.json names the image
+# node_image_import takes any OCI archive of `make images` (CoreDNS too;
+# the e2e tests import their sluice-tunnel) the same way: an archive whose index.json names the image
 # in io.containerd.image.name.
 set -euo pipefail
 
 NODE_IMAGE_DIR="${RIG_DIR}/images/oci"
 NODE_PAUSE_IMAGE=localhost/sluice-rig/pause:v1
 NODE_BUSYBOX_IMAGE=sluice-rig.local/busybox:v1
+NODE_COREDNS_IMAGE=localhost/sluice-rig/coredns:v1.15.0
 
 # oci_blob DIR FILE: moves FILE into DIR/blobs/sha256 under its digest and
 # prints "sha256:HEX SIZE".
@@ -63,15 +64,19 @@ oci_archive() {
 	rm -rf "${work}"
 }
 
-# node_pause_archive DIR: the pause image (NODE_PAUSE_IMAGE) as DIR/pause.tar,
-# built by hack/tools/images like `make images` does (DIR/images.txt names it).
-node_pause_archive() {
-	local dir="$1" repo
+# node_tool_archives DIR: the pause image (NODE_PAUSE_IMAGE) and CoreDNS's
+# (NODE_COREDNS_IMAGE, of the binary hack/tools/build.sh builds: cold, about
+# two minutes) as DIR/pause.tar and DIR/coredns.tar, built by
+# hack/tools/images like `make images` does (DIR/images.txt names them).
+node_tool_archives() {
+	local dir="$1" repo coredns ref
 	repo="$(cd "${RIG_SRC_DIR}/../.." && pwd)"
-	(cd "${repo}" && go run ./hack/tools/images -out "${dir}" -images pause >/dev/null) ||
-		die "node: go run ./hack/tools/images -images pause failed"
-	grep -q "^${NODE_PAUSE_IMAGE} " "${dir}/images.txt" ||
-		die "node: ${dir}/images.txt does not name ${NODE_PAUSE_IMAGE}"
+	coredns="$("${RIG_SRC_DIR}/../tools/build.sh" coredns)" || die "node: hack/tools/build.sh coredns failed"
+	(cd "${repo}" && go run ./hack/tools/images -out "${dir}" -images pause -coredns "${coredns}" >/dev/null) ||
+		die "node: go run ./hack/tools/images -images pause -coredns ${coredns} failed"
+	for ref in "${NODE_PAUSE_IMAGE}" "${NODE_COREDNS_IMAGE}"; do
+		grep -q "^${ref} " "${dir}/images.txt" || die "node: ${dir}/images.txt does not name ${ref}"
+	done
 }
 
 # node_image_import ARCHIVE REF: imports ARCHIVE into containerd's k8s.io
@@ -94,9 +99,10 @@ NODE_IMAGES_DONE=no
 node_images_up() {
 	[[ "${NODE_IMAGES_DONE}" == no ]] || return 0
 	install -d -m 0755 "${NODE_IMAGE_DIR}"
-	node_pause_archive "${NODE_IMAGE_DIR}"
+	node_tool_archives "${NODE_IMAGE_DIR}"
 	oci_archive "${NODE_BUSYBOX_IMAGE}" "${RIG_IMAGE_DIR}" 0:0 "${NODE_IMAGE_DIR}/busybox.tar" /bin/sh
 	node_image_import "${NODE_IMAGE_DIR}/pause.tar" "${NODE_PAUSE_IMAGE}"
+	node_image_import "${NODE_IMAGE_DIR}/coredns.tar" "${NODE_COREDNS_IMAGE}"
 	node_image_import "${NODE_IMAGE_DIR}/busybox.tar" "${NODE_BUSYBOX_IMAGE}"
 	NODE_IMAGES_DONE=yes
 }

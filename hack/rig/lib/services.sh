@@ -24,8 +24,8 @@ svc_comm() {
 
 svc_needs_net() {
 	case "$1" in
-	munge | redis | etcd | containerd) return 1 ;;
-	kube-apiserver | kube-controller-manager | kube-scheduler) return 1 ;;
+	munge | etcd | containerd) return 1 ;;
+	kube-controller-manager | kube-scheduler) return 1 ;;
 	esac
 }
 
@@ -79,6 +79,7 @@ services_up() {
 	slurm_prepare
 	kube_prepare
 	kube_restart_changed
+	redis_restart_changed
 	local svc overrides=1
 	sshd_overrides_reset && overrides=0
 	for svc in sshd-login sshd-node; do
