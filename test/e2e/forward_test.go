@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/testrig"
-	"github.com/sluice-hpc/sluice/test/hostnode"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +26,7 @@ import (
 const nodeNetns = "sluice-node"
 
 // shadowAddr waits for the Service of pod's shadow (in the test's shadow
-// namespace) and returns the host node's address for its port.
+// namespace) and returns its ClusterIP and port.
 func (e *env) shadowAddr(pod *corev1.Pod, port int) string {
 	e.t.Helper()
 	var svc *corev1.Service
@@ -38,15 +35,7 @@ func (e *env) shadowAddr(pod *corev1.Pod, port int) string {
 		svc = s
 		return err == nil && s.Spec.ClusterIP != ""
 	})
-	cip, err := netip.ParseAddr(svc.Spec.ClusterIP)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	addr, ok := hostnode.ServiceAddr(cip)
-	if !ok {
-		e.t.Fatalf("no host node address for ClusterIP %s", cip)
-	}
-	return net.JoinHostPort(addr.String(), strconv.Itoa(port))
+	return serviceAddr(e.t, svc, port)
 }
 
 // shadowPod returns the running pod of pod's shadow in namespace ns.

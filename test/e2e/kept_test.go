@@ -25,11 +25,11 @@ func TestKeptInitContainerRunsInTheShadowFirst(t *testing.T) {
 		annotations.DisableOffloadContainers:     "sidecar",
 	}
 	pod.Spec.InitContainers = []corev1.Container{{
-		Name: "setup", Image: e.image,
+		Name: "setup", Image: e.keptImage(),
 		Command: []string{"sh", "-c", "echo kept-init-ran; sleep 3"},
 	}}
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
-		Name: "sidecar", Image: e.image,
+		Name: "sidecar", Image: e.keptImage(),
 		Command: []string{"sh", "-c", "echo sidecar-up; exec sleep 600"},
 	})
 	created := e.create(pod)
@@ -64,4 +64,11 @@ func TestKeptInitContainerRunsInTheShadowFirst(t *testing.T) {
 	if sp := e.shadowPod(created, e.ns); sp.Namespace != e.ns {
 		t.Errorf("shadow pod in %s; want the tenant namespace %s", sp.Namespace, e.ns)
 	}
+}
+
+// keptImage is the image of kept containers: they run in the shadow on the
+// rig's node, from the busybox image it imported (not from the site's
+// image directory the job runs).
+func (e *env) keptImage() string {
+	return e.rig.Get(e.t, "RIG_K8S_BUSYBOX_IMAGE")
 }

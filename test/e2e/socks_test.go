@@ -18,15 +18,15 @@ import (
 )
 
 // socksScript asks the SOCKS proxy for a Redis beyond the shadow pod (at
-// BEYOND, an address of no interface of the shadow's), then for redis.default,
-// a Service the pod did not list, which the rig's host node serves on its own
-// loopback (127.96.A.B): the proxy must refuse that, since in the host node
-// the shadow shares the host's network namespace and a loopback destination
-// is the shadow pod itself. Then it reaches the listed redis (its own
+// BEYOND, an address of no interface of the shadow's), for redis.default, a
+// Service the pod did not list (resolved by the cluster's DNS in the
+// shadow), and for 127.0.0.1:6379, the shadow pod's own loopback, which
+// the proxy must refuse. Then it reaches the listed redis (its own
 // namespace's) by its forward every second.
 const socksScript = `P=/usr/local/bin/sluice-probe
 echo "via socks: $($P redis --addr "$BEYOND" --socks 127.0.0.1:1080)"
-echo "loopback via socks: $($P redis --addr redis.default:6379 --socks 127.0.0.1:1080)"
+echo "cluster via socks: $($P redis --addr redis.default:6379 --socks 127.0.0.1:1080)"
+echo "loopback via socks: $($P redis --addr 127.0.0.1:6379 --socks 127.0.0.1:1080)"
 i=0
 while [ $i -lt 600 ]; do
 	echo "tick $i $($P redis --addr redis:6379)"
@@ -91,8 +91,8 @@ func TestSocksRefusedWithoutAllowSocks(t *testing.T) {
 }
 
 // TestSocksProxy: with AllowSocks, the job reaches a server it did not list
-// through the proxy on the node's 127.0.0.1, and is refused a name that
-// leads to the shadow's own loopback, with a Warning Event and a warning in
+// and a cluster Service by name through the proxy on the node's 127.0.0.1,
+// and is refused the shadow's own loopback, with a Warning Event and a warning in
 // the shadow's log; when the tunnel drops and bob takes the
 // proxy's port meanwhile, the listed forwards come back all the same.
 func TestSocksProxy(t *testing.T) {
@@ -105,8 +105,11 @@ func TestSocksProxy(t *testing.T) {
 	if !strings.Contains(log, "via socks: redis "+beyond+" says +PONG") {
 		t.Errorf("the job did not reach %s through the proxy:\n%s", beyond, log)
 	}
-	if !strings.Contains(log, "loopback via socks: failed: ") || !strings.Contains(log, "not allowed") || strings.Contains(log, "redis.default:6379 says") {
-		t.Errorf("the proxy did not refuse redis.default, a loopback address of the shadow itself:\n%s", log)
+	if !strings.Contains(log, "cluster via socks: redis redis.default:6379 says +PONG") {
+		t.Errorf("the job did not reach the Service redis.default through the proxy:\n%s", log)
+	}
+	if !strings.Contains(log, "loopback via socks: failed: ") || !strings.Contains(log, "not allowed") || strings.Contains(log, "127.0.0.1:6379 says") {
+		t.Errorf("the proxy did not refuse 127.0.0.1, the shadow's own loopback:\n%s", log)
 	}
 	sp := e.shadowPod(created, e.ns+shadow.ShadowSuffix)
 	b, err := e.client.CoreV1().Pods(sp.Namespace).GetLogs(sp.Name, &corev1.PodLogOptions{Container: shadow.ContainerReverse}).DoRaw(context.Background())

@@ -12,15 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
-	"github.com/sluice-hpc/sluice/test/hostnode"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,8 +74,8 @@ type tunnelOpts struct {
 }
 
 // newTunnelEnv is an env whose node makes shadows (forward and reverse),
-// with the credentials in its namespace and the rig's host node running
-// the shadow pods with the sluice-tunnel built here.
+// with the credentials in its namespace; the rig's node runs the shadow
+// pods from the sluice-tunnel image built here.
 func newTunnelEnv(t *testing.T, opts ...tunnelOpts) *env {
 	t.Helper()
 	var o tunnelOpts
@@ -96,7 +95,7 @@ func newTunnelEnv(t *testing.T, opts ...tunnelOpts) *env {
 	return newEnvWith(t, network, func(e *env) {
 		e.vkArgs = []string{"--namespace", e.ns, "--relay-binary", relay}
 		e.credentials(o.nodeKnownHosts)
-		e.startHostNode()
+		e.importTunnelImage()
 	})
 }
 
@@ -126,62 +125,57 @@ func (e *env) credentials(nodeKnownHosts string) {
 			e.t.Fatalf("create configmap: %v", err)
 		}
 	}
-	// Redis as a selectorless Service in default and in the test's
-	// namespace, where a bare "redis" in reverse-forwards points.
-	for _, ns := range []string{"default", e.ns} {
-		redis := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "redis"},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "redis", Port: 6379}}},
-		}
-		if _, err := e.client.CoreV1().Services(ns).Create(ctx, redis, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			e.t.Fatalf("create service %s/redis: %v", ns, err)
-		}
-	}
+	e.externalRedis()
 	e.t.Cleanup(func() {
 		_ = e.client.CoreV1().Namespaces().Delete(context.Background(), e.ns+shadow.ShadowSuffix, metav1.DeleteOptions{})
 	})
 }
 
-// startHostNode runs the rig's host node for the shadow pods until the test ends.
-func (e *env) startHostNode() {
-	bin := buildBin(e.t, "./test/hostnode/cmd/sluice-hostnode")
-	tunnel := buildBin(e.t, "./cmd/sluice-tunnel")
-	name := e.node + "-host"
-	logFile := filepath.Join(e.t.TempDir(), "hostnode.log")
-	f, err := os.Create(logFile)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	redisAddr := e.rig.Get(e.t, "RIG_REDIS_ADDR")
-	cmd := exec.Command(bin, "--node-name", name, "--kubeconfig", e.kubeconfig,
-		"--image", tunnelImage+"="+tunnel,
-		// kept containers of the rig's busybox pods run on the host's sh
-		"--image", e.image+"=/bin/sh",
-		"--backend", "default/redis:6379="+redisAddr,
-		"--backend", e.ns+"/redis:6379="+redisAddr,
-		"--backend", "default/kubernetes:443=127.0.0.1:6443",
-		"--state-dir", filepath.Join(e.t.TempDir(), "hostnode"))
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start sluice-hostnode: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
+// tunnelImageOnce builds the sluice-tunnel image of the tests' version
+// (the one sluice-vk's default names) with hack/tools/images, as `make
+// images` does, and imports it into the rig node's containerd, once per
+// test binary: the shadows run from it.
+var (
+	tunnelImageOnce sync.Once
+	tunnelImageErr  error
+)
+
+func (e *env) importTunnelImage() {
+	e.t.Helper()
+	sock := e.rig.Get(e.t, "RIG_K8S_CONTAINERD_SOCK")
+	tunnelImageOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "sluice-e2e-images-")
+		if err != nil {
+			tunnelImageErr = err
+			return
 		}
-		_ = e.client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		if e.t.Failed() {
-			if b, err := os.ReadFile(logFile); err == nil {
-				e.t.Logf("sluice-hostnode:\n%s", b)
-			}
+		defer os.RemoveAll(dir)
+		build := exec.Command("go", "run", "./hack/tools/images", "-out", dir, "-images", "sluice-tunnel", "-version", e2eVersion)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			tunnelImageErr = fmt.Errorf("build the tunnel image: %v\n%s", err, out)
+			return
+		}
+		imp := exec.Command("ctr", "--address", sock, "--namespace", "k8s.io", "images", "import", filepath.Join(dir, "sluice-tunnel.tar"))
+		if out, err := imp.CombinedOutput(); err != nil {
+			tunnelImageErr = fmt.Errorf("import the tunnel image: %v\n%s", err, out)
 		}
 	})
+	if tunnelImageErr != nil {
+		e.t.Fatal(tunnelImageErr)
+	}
+}
+
+// serviceAddr is host:port of a ClusterIP Service's port: the tests dial it
+// from the host, through the node's kube-proxy, as a cluster client would.
+func serviceAddr(t *testing.T, svc *corev1.Service, port int) string {
+	t.Helper()
+	if _, err := netip.ParseAddr(svc.Spec.ClusterIP); err != nil {
+		t.Fatalf("service %s/%s: ClusterIP %q: %v", svc.Namespace, svc.Name, svc.Spec.ClusterIP, err)
+	}
+	return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(port))
 }
 
 // TestShadowForwardAndReverse: a pod with an HTTP server on the node's
@@ -229,17 +223,11 @@ sleep 45
 	})
 
 	// a cluster client reaches the job's server through the shadow
-	cip, err := netip.ParseAddr(svc.Spec.ClusterIP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, ok := hostnode.ServiceAddr(cip)
-	if !ok {
-		t.Fatalf("no host node address for ClusterIP %s", cip)
-	}
+	addr := serviceAddr(t, svc, 8080)
 	var body string
+	var err error
 	e.waitFor("the job's HTTP server through the shadow", 60*time.Second, func() bool {
-		body, err = httpGet(net.JoinHostPort(addr.String(), "8080"), "/hosts")
+		body, err = httpGet(addr, "/hosts")
 		return err == nil && strings.Contains(body, "redis.default")
 	})
 	t.Logf("GET /hosts through the shadow: %q", firstLine(body))
