@@ -172,6 +172,7 @@ func (s Spec) deployment(meta metav1.ObjectMeta, pod *corev1.Pod, containers []c
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: template,
 				Spec: corev1.PodSpec{
+					SecurityContext:              podSecurity(pod, kept),
 					AutomountServiceAccountToken: &no,
 					EnableServiceLinks:           &no,
 					InitContainers:               kept.init,
