@@ -68,8 +68,9 @@ func metricsAddr(port int32) string {
 }
 
 // tunnelContainer is a tunnel container running the image with args, with
-// the credentials and the node file mounted and POD_IP set.
-func (s Spec) tunnelContainer(name string, args []string, ports []corev1.ContainerPort) corev1.Container {
+// the credentials and the node file mounted, POD_IP set and its liveness
+// probed on metrics, the port of its metrics server.
+func (s Spec) tunnelContainer(name string, args []string, ports []corev1.ContainerPort, metrics int32) corev1.Container {
 	return corev1.Container{
 		Name:  name,
 		Image: s.TunnelImage,
@@ -89,6 +90,7 @@ func (s Spec) tunnelContainer(name string, args []string, ports []corev1.Contain
 			{Name: volNode, MountPath: mountNode, ReadOnly: true},
 		},
 		SecurityContext: tunnelSecurity(),
+		LivenessProbe:   livenessProbe(metrics),
 	}
 }
 
