@@ -15,7 +15,9 @@ import (
 // unusable is a configuration error naming its flag.
 func loadHop(c *config) (*tunnel.Hop, error) {
 	var errs []error
-	signer, err := sshx.Signer(c.keyFile)
+	// The key comes from a Secret shared through the pod's fsGroup: the
+	// group may read it.
+	signer, err := sshx.PodSigner(c.keyFile)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--key: %w", err))
 	}

@@ -80,6 +80,19 @@ func TestLoadHop(t *testing.T) {
 	}
 }
 
+// TestLoadHopGroupKey: the key as the shadow mounts it (mode 0440, shared
+// through fsGroup) is read even when the tunnel's own user owns it, as on a
+// node that writes volumes as the container's user.
+func TestLoadHopGroupKey(t *testing.T) {
+	f := writeSiteFiles(t)
+	if err := os.Chmod(f.key, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadHop(f.config()); err != nil {
+		t.Fatalf("key of mode 0440: %v", err)
+	}
+}
+
 func TestLoadHopEmptyNodeFile(t *testing.T) {
 	// No node yet is the normal state before the job starts.
 	f := writeSiteFiles(t)
@@ -97,10 +110,10 @@ func TestLoadHopRefuses(t *testing.T) {
 	}{
 		{"key missing", func(t *testing.T, f *siteFiles) { f.key += ".missing" }, []string{"--key: ssh key:", "no such file"}},
 		{"key too open", func(t *testing.T, f *siteFiles) {
-			if err := os.Chmod(f.key, 0o644); err != nil {
+			if err := os.Chmod(f.key, 0o444); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"--key: ssh key", "permissions 0644 are too open"}},
+		}, []string{"--key: ssh key", "permissions 0444 are too open"}},
 		{"key not a key", func(t *testing.T, f *siteFiles) { write(t, f.key, "not a key\n", 0o600) }, []string{"--key: ssh key", "not a private key"}},
 		{"key a public key", func(t *testing.T, f *siteFiles) { f.key = f.loginHosts }, []string{"--key: ssh key"}},
 		{"key a directory", func(t *testing.T, f *siteFiles) { f.key = filepath.Dir(f.key) }, []string{"--key: ssh key", "not a regular file"}},

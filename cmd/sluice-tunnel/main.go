@@ -19,7 +19,9 @@
 // directory, and dials HOST:PORT in the cluster for each connection. Both
 // follow the node named in the node file. A site that cannot be reached or
 // a host key that does not match is logged and retried, never fatal.
-// --metrics serves /metrics (Prometheus) and /healthz.
+// --metrics serves /metrics (Prometheus), /status (the tunnel's state as
+// JSON), /healthz (200 while the process serves: the liveness probe) and
+// /readyz (200 while the tunnel is up, else 503: the readiness probe).
 //
 // Logs are JSON lines on standard error unless --log-format=text.
 //

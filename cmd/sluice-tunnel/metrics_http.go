@@ -29,18 +29,41 @@ func newRegistry() *prometheus.Registry {
 
 // metricsHandler serves /metrics from reg, /status (the tunnel's state as
 // JSON, tunnel.Snapshot, which the virtual kubelet turns into Events and a
-// pod condition) and /healthz, which answers 200 "ok" while the process
-// runs (a liveness probe: a tunnel that is down is retried, not restarted;
-// sluice_tunnel_up and /status tell whether it is up).
+// pod condition), /healthz, which answers 200 "ok" while the process runs
+// (the liveness probe: a tunnel that is down, because the site is, is
+// retried; restarting it would not help), and /readyz (the readiness
+// probe, readyHandler).
 func metricsHandler(reg *prometheus.Registry, status *tunnel.Status) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /status", status)
+	mux.Handle("GET /readyz", readyHandler(status.Snapshot))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 	})
 	return mux
+}
+
+// readyHandler answers 200 "up" while the tunnel is up (state up in
+// /status), 503 and the state otherwise: a Service sends connections to a
+// forward tunnel only while it can carry them.
+func readyHandler(snapshot func() tunnel.Snapshot) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		snap := snapshot()
+		if snap.State == tunnel.StateUp {
+			io.WriteString(w, "up\n")
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		msg := string(snap.State)
+		if snap.Error != "" {
+			msg += ": " + snap.Error
+		}
+		io.WriteString(w, msg+"\n")
+	})
 }
 
 // metricsServer serves metricsHandler on a listener bound at start-up, so

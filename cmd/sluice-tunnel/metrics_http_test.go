@@ -44,6 +44,9 @@ func TestMetricsHandler(t *testing.T) {
 	if snap.Mode != modeReverse || snap.State != tunnel.StateWaiting {
 		t.Errorf("/status = %+v; want mode reverse, state waiting", snap)
 	}
+	if body, code := get(srv.URL + "/readyz"); code != http.StatusServiceUnavailable || body != "waiting\n" {
+		t.Errorf("/readyz = %d %q; want 503 \"waiting\\n\"", code, body)
+	}
 	resp, err := http.Post(srv.URL+"/healthz", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,5 +54,30 @@ func TestMetricsHandler(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /healthz: status %d; want 405", resp.StatusCode)
+	}
+}
+
+// TestReadyHandler: ready when the tunnel is up, and only then.
+func TestReadyHandler(t *testing.T) {
+	for _, tc := range []struct {
+		snap tunnel.Snapshot
+		code int
+		body string
+	}{
+		{tunnel.Snapshot{State: tunnel.StateUp, Node: "node1"}, http.StatusOK, "up\n"},
+		{tunnel.Snapshot{State: tunnel.StateWaiting}, http.StatusServiceUnavailable, "waiting\n"},
+		{tunnel.Snapshot{State: tunnel.StateConnecting, Node: "node1"}, http.StatusServiceUnavailable, "connecting\n"},
+		{tunnel.Snapshot{State: tunnel.StateDown, Node: "node1", Error: "dial tcp: connection refused"}, http.StatusServiceUnavailable,
+			"down: dial tcp: connection refused\n"},
+		{tunnel.Snapshot{State: tunnel.StateHostKeyRejected, Error: "host key mismatch"}, http.StatusServiceUnavailable,
+			"host-key-rejected: host key mismatch\n"},
+	} {
+		t.Run(string(tc.snap.State), func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			readyHandler(func() tunnel.Snapshot { return tc.snap }).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+			if rec.Code != tc.code || rec.Body.String() != tc.body {
+				t.Errorf("/readyz = %d %q; want %d %q", rec.Code, rec.Body.String(), tc.code, tc.body)
+			}
+		})
 	}
 }

@@ -68,9 +68,9 @@ func metricsAddr(port int32) string {
 }
 
 // tunnelContainer is a tunnel container running the image with args, with
-// the credentials and the node file mounted and POD_IP set.
-func (s Spec) tunnelContainer(name string, args []string, ports []corev1.ContainerPort) corev1.Container {
-	no := false
+// the credentials and the node file mounted, POD_IP set and its liveness
+// probed on metrics, the port of its metrics server.
+func (s Spec) tunnelContainer(name string, args []string, ports []corev1.ContainerPort, metrics int32) corev1.Container {
 	return corev1.Container{
 		Name:  name,
 		Image: s.TunnelImage,
@@ -89,37 +89,31 @@ func (s Spec) tunnelContainer(name string, args []string, ports []corev1.Contain
 			{Name: volNodeHosts, MountPath: mountNodeHosts, ReadOnly: true},
 			{Name: volNode, MountPath: mountNode, ReadOnly: true},
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: &no,
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext: tunnelSecurity(),
+		LivenessProbe:   livenessProbe(metrics),
 	}
 }
 
 // holdContainer keeps running a shadow that has nothing else to run once
 // its kept init containers are done.
 func (s Spec) holdContainer() corev1.Container {
-	no := false
 	return corev1.Container{
-		Name:  ContainerHold,
-		Image: s.TunnelImage,
-		Args:  []string{"hold"},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: &no,
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		Name:            ContainerHold,
+		Image:           s.TunnelImage,
+		Args:            []string{"hold"},
+		SecurityContext: tunnelSecurity(),
 	}
 }
 
 // tunnelVolumes are the volumes of the tunnel containers: the key, both
 // known_hosts and the node ConfigMap of the shadow name.
 func (s Spec) tunnelVolumes(name string) []corev1.Volume {
-	keyMode := int32(0o400)
+	mode := keyMode
 	return []corev1.Volume{
 		{Name: volSSH, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  s.KeySecret,
 			Items:       []corev1.KeyToPath{{Key: keyPrivate, Path: keyPrivate}},
-			DefaultMode: &keyMode,
+			DefaultMode: &mode,
 		}}},
 		{Name: volLoginHosts, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.LoginHostKeys},

@@ -127,12 +127,13 @@ func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotati
 	fwdMetrics, revMetrics := metricsPorts(ports, o.Forward, o.Reverse)
 	var containers []corev1.Container
 	if o.Forward {
-		containers = append(containers, s.tunnelContainer(ContainerForward,
-			s.forwardArgs(forwarded, fwdMetrics), forwardPorts))
+		c := s.tunnelContainer(ContainerForward, s.forwardArgs(forwarded, fwdMetrics), forwardPorts, fwdMetrics)
+		c.ReadinessProbe = readinessProbe(fwdMetrics)
+		containers = append(containers, c)
 	}
 	if o.Reverse {
 		containers = append(containers, s.tunnelContainer(ContainerReverse,
-			s.reverseArgs(uid, rev, revMetrics), nil))
+			s.reverseArgs(uid, rev, revMetrics), nil, revMetrics))
 	}
 	var volumes []corev1.Volume
 	if len(containers) > 0 {
@@ -172,6 +173,7 @@ func (s Spec) deployment(meta metav1.ObjectMeta, pod *corev1.Pod, containers []c
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: template,
 				Spec: corev1.PodSpec{
+					SecurityContext:              podSecurity(pod, kept),
 					AutomountServiceAccountToken: &no,
 					EnableServiceLinks:           &no,
 					InitContainers:               kept.init,

@@ -133,9 +133,9 @@ func TestBuildBoth(t *testing.T) {
 	if len(vols) != 4 {
 		t.Errorf("volumes %v; want ssh-key, login-hosts, node-hosts, node", volumeNamesOf(ps.Volumes))
 	}
-	if s := vols["ssh-key"].Secret; s == nil || s.SecretName != "hpc-ssh-key" || s.DefaultMode == nil || *s.DefaultMode != 0o400 ||
+	if s := vols["ssh-key"].Secret; s == nil || s.SecretName != "hpc-ssh-key" || s.DefaultMode == nil || *s.DefaultMode != 0o440 ||
 		!reflect.DeepEqual(s.Items, []corev1.KeyToPath{{Key: "ssh-privatekey", Path: "ssh-privatekey"}}) {
-		t.Errorf("ssh-key volume = %+v; want Secret hpc-ssh-key, key ssh-privatekey, mode 0400", vols["ssh-key"].VolumeSource)
+		t.Errorf("ssh-key volume = %+v; want Secret hpc-ssh-key, key ssh-privatekey, mode 0440", vols["ssh-key"].VolumeSource)
 	}
 	for vol, cmName := range map[string]string{"login-hosts": "hpc-known-hosts", "node-hosts": "hpc-node-keys"} {
 		if c := vols[vol].ConfigMap; c == nil || c.Name != cmName ||

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	psapi "k8s.io/pod-security-admission/api"
 )
 
 // Event reasons the Manager records on pods.
@@ -128,6 +129,10 @@ func (m *Manager) access(ns string) error {
 	return nil
 }
 
+// ensureNamespace creates the shadow namespace ns when it is missing,
+// enforcing the restricted Pod Security Standard (latest version): the
+// tunnels need nothing more. A namespace that exists already is left as it
+// is, labels included: its owner chose its standard.
 func (m *Manager) ensureNamespace(ctx context.Context, ns string) error {
 	_, err := m.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
@@ -137,8 +142,12 @@ func (m *Manager) ensureNamespace(ctx context.Context, ns string) error {
 		return nil
 	}
 	_, err = m.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   ns,
-		Labels: map[string]string{LabelManagedBy: ManagedBy},
+		Name: ns,
+		Labels: map[string]string{
+			LabelManagedBy:            ManagedBy,
+			psapi.EnforceLevelLabel:   string(psapi.LevelRestricted),
+			psapi.EnforceVersionLabel: psapi.VersionLatest,
+		},
 	}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("shadow: create namespace %s: %w", ns, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,8 +97,13 @@ func TestEnsureCreates(t *testing.T) {
 		t.Errorf("Ref = %+v; want %+v", *ref, want)
 	}
 	ns, err := c.CoreV1().Namespaces().Get(ctx, "science-shadow", metav1.GetOptions{})
-	if err != nil || ns.Labels[LabelManagedBy] != ManagedBy {
-		t.Errorf("namespace science-shadow: %v, labels %v; want it made by sluice", err, ns.GetLabels())
+	wantNS := map[string]string{
+		"app.kubernetes.io/managed-by":               "sluice",
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	}
+	if err != nil || !maps.Equal(ns.Labels, wantNS) {
+		t.Errorf("namespace science-shadow: %v, labels %v; want %v", err, ns.GetLabels(), wantNS)
 	}
 	d, err := c.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
@@ -119,6 +125,27 @@ func TestEnsureCreates(t *testing.T) {
 	}
 	if ev := events(rec); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal ShadowCreated created shadow science-shadow/") {
 		t.Errorf("events %q; want one Normal ShadowCreated", ev)
+	}
+}
+
+// TestEnsureKeepsNamespace: a shadow namespace sluice did not create keeps
+// its labels (its owner chose its Pod Security level), and is not written.
+func TestEnsureKeepsNamespace(t *testing.T) {
+	ctx := context.Background()
+	theirs := map[string]string{"pod-security.kubernetes.io/enforce": "baseline", "team": "science"}
+	c := newFake(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "science-shadow", Labels: maps.Clone(theirs)}})
+	m, _ := newManager(t, c, testSpec())
+	if _, err := m.Ensure(ctx, webPod()); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	ns, err := c.CoreV1().Namespaces().Get(ctx, "science-shadow", metav1.GetOptions{})
+	if err != nil || !maps.Equal(ns.Labels, theirs) {
+		t.Errorf("namespace science-shadow: %v, labels %v; want %v untouched", err, ns.GetLabels(), theirs)
+	}
+	for _, w := range writes(c.Actions()) {
+		if strings.HasSuffix(w, " namespaces ") {
+			t.Errorf("Ensure wrote the namespace: %s", w)
+		}
 	}
 }
 

@@ -15,6 +15,36 @@ import (
 )
 
 func TestSigner(t *testing.T) {
+	testSigner(t, Signer, []signerCase{
+		{"group readable", 0o640, "permissions 0640 are too open"},
+		{"group read only", 0o440, "permissions 0440 are too open"},
+		{"world readable", 0o604, "permissions 0604 are too open"},
+	})
+}
+
+// TestPodSigner: a key shared with a pod's non-root container through its
+// group (fsGroup, mode 0440) is accepted; one others may read, or the group
+// write, is not.
+func TestPodSigner(t *testing.T) {
+	testSigner(t, PodSigner, []signerCase{
+		{"group read only", 0o440, ""},
+		{"group readable", 0o640, ""},
+		{"group writable", 0o660, "permissions 0660 are too open: others must have no access and the group may only read"},
+		{"world readable", 0o444, "permissions 0444 are too open"},
+		{"others execute", 0o401, "permissions 0401 are too open"},
+	})
+}
+
+// signerCase is a key file mode and the error it gives ("" for none).
+type signerCase struct {
+	name string
+	mode os.FileMode
+	want string
+}
+
+// testSigner runs read on the files both readers treat alike, then on keys
+// of the modes given.
+func testSigner(t *testing.T, read func(string) (ssh.Signer, error), modes []signerCase) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -31,18 +61,20 @@ func TestSigner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
+	type keyCase struct {
 		name string
 		data []byte
 		mode os.FileMode
 		want string // error substring; "" for success
-	}{
+	}
+	tests := []keyCase{
 		{"0600", pem.EncodeToMemory(plain), 0o600, ""},
 		{"0400", pem.EncodeToMemory(plain), 0o400, ""},
-		{"group readable", pem.EncodeToMemory(plain), 0o640, "permissions 0640 are too open"},
-		{"world readable", pem.EncodeToMemory(plain), 0o604, "permissions 0604 are too open"},
 		{"passphrase", pem.EncodeToMemory(enc), 0o600, "protected by a passphrase"},
 		{"garbage", []byte("not a key\n"), 0o600, "not a private key"},
+	}
+	for _, m := range modes {
+		tests = append(tests, keyCase{m.name, pem.EncodeToMemory(plain), m.mode, m.want})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,22 +85,22 @@ func TestSigner(t *testing.T) {
 			if err := os.Chmod(file, tt.mode); err != nil {
 				t.Fatal(err)
 			}
-			s, err := Signer(file)
+			s, err := read(file)
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), file) {
-					t.Fatalf("Signer = %v; want an error naming %s and containing %q", err, file, tt.want)
+					t.Fatalf("read = %v; want an error naming %s and containing %q", err, file, tt.want)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Signer: %v", err)
+				t.Fatalf("read: %v", err)
 			}
 			if got, want := ssh.FingerprintSHA256(s.PublicKey()), ssh.FingerprintSHA256(sshPub); got != want {
-				t.Errorf("Signer key = %s; want %s", got, want)
+				t.Errorf("read key = %s; want %s", got, want)
 			}
 		})
 	}
-	if _, err := Signer(filepath.Join(t.TempDir(), "absent")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Signer(absent) = %v; want not-exist", err)
+	if _, err := read(filepath.Join(t.TempDir(), "absent")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("read(absent) = %v; want not-exist", err)
 	}
 }
