@@ -23,6 +23,10 @@ const (
 	// annotationSpecHash holds the hash of what Ensure last wrote, so that
 	// an unchanged shadow is not rewritten.
 	annotationSpecHash = "sluice.io/spec-hash"
+	// annotationNodeOfJob, on a shadow's pods, is what SetNode last wrote
+	// to the node ConfigMap, JOB@NODE: changing it makes the kubelet sync
+	// the pod, and with it the mounted ConfigMap, at once.
+	annotationNodeOfJob = "sluice.io/node-of-job"
 )
 
 // labelCopy marks credential copies (with LabelManagedBy), so that they can

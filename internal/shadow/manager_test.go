@@ -456,3 +456,66 @@ func TestCleanOrphans(t *testing.T) {
 		t.Errorf("second CleanOrphans = %d, %v; want 0", n, err)
 	}
 }
+
+// TestSetNodeNudgesTheShadowPods: SetNode marks the shadow's live pods with
+// JOB@NODE (so that their kubelet refreshes the mounted ConfigMap at once),
+// leaves a pod being deleted and other shadows' pods alone, and patches a
+// pod only when the mark changes.
+func TestSetNodeNudgesTheShadowPods(t *testing.T) {
+	ctx := context.Background()
+	pod := webPod()
+	name := Name(pod)
+	shadowPod := func(podName, shadow, uid string, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: "science-shadow",
+			Labels: map[string]string{LabelShadow: shadow, LabelPodUID: uid}}}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+			p.Finalizers = []string{"test"}
+		}
+		return p
+	}
+	c := newFake(
+		shadowPod("live", name, testUID, false),
+		shadowPod("going", name, testUID, true),
+		shadowPod("other", "other-shadow", "other-uid", false),
+	)
+	m, _ := newManager(t, c, testSpec())
+	if _, err := m.Ensure(ctx, pod); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	mark := func(p string) string {
+		got, err := c.CoreV1().Pods("science-shadow").Get(ctx, p, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get pod %s: %v", p, err)
+		}
+		return got.Annotations[annotationNodeOfJob]
+	}
+	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+		t.Fatalf("SetNode: %v", err)
+	}
+	if got := mark("live"); got != "42@node1" {
+		t.Errorf("live shadow pod marked %q; want 42@node1", got)
+	}
+	if got := mark("going"); got != "" {
+		t.Errorf("shadow pod being deleted marked %q; want nothing", got)
+	}
+	if got := mark("other"); got != "" {
+		t.Errorf("another shadow's pod marked %q; want nothing", got)
+	}
+	c.ClearActions()
+	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+		t.Fatalf("SetNode again: %v", err)
+	}
+	for _, w := range writes(c.Actions()) {
+		if strings.Contains(w, "pods") {
+			t.Errorf("SetNode with the same node patched a pod again: %s", w)
+		}
+	}
+	if err := m.SetNode(ctx, pod, "", ""); err != nil {
+		t.Fatalf("SetNode none: %v", err)
+	}
+	if got := mark("live"); got != "@" {
+		t.Errorf("live shadow pod marked %q after the node is gone; want @", got)
+	}
+}

@@ -44,7 +44,39 @@ func (m *Manager) SetNode(ctx context.Context, pod *corev1.Pod, node, job string
 	if _, err := m.Client.CoreV1().ConfigMaps(ns).Patch(ctx, cm, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("shadow: set node of configmap %s/%s: %w", ns, cm, err)
 	}
+	m.nudge(ctx, pod, job+"@"+node)
 	return nil
+}
+
+// nudge marks the pods of pod's shadow with what the node ConfigMap now
+// says (JOB@NODE). A kubelet brings a mounted ConfigMap up to date when it
+// syncs the pod, which it does at once on a change of the pod and otherwise
+// only every minute or so: without the nudge a tunnel learns its job's node
+// up to a minute late. Best effort: the periodic sync delivers it anyway, so
+// a failure is logged, not returned.
+func (m *Manager) nudge(ctx context.Context, pod *corev1.Pod, jobAtNode string) {
+	ns, name := m.where(pod)
+	sel := labels.Set{LabelShadow: name, LabelPodUID: string(pod.UID)}.AsSelector().String()
+	list, err := m.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		m.log().Warn("shadow: cannot nudge the shadow's pods to read their node now", "shadow", ns+"/"+name, "error", err)
+		return
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{annotationNodeOfJob: jobAtNode},
+	}})
+	if err != nil {
+		return
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil || p.Annotations[annotationNodeOfJob] == jobAtNode {
+			continue
+		}
+		if _, err := m.Client.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			m.log().Warn("shadow: cannot nudge a shadow pod to read its node now", "pod", ns+"/"+p.Name, "error", err)
+		}
+	}
 }
 
 // PodIP is the address of the offloaded pod in the cluster: the shadow
