@@ -260,20 +260,24 @@ func (h *harness) waitPhase(pod *corev1.Pod, phase corev1.PodPhase) *corev1.Pod 
 }
 
 // waitEvent waits for an Event whose text contains want.
+// drainEvents moves what the recorder holds into h.events.
+func (h *harness) drainEvents() {
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			h.mu.Lock()
+			h.events = append(h.events, e)
+			h.mu.Unlock()
+		default:
+			return
+		}
+	}
+}
+
 func (h *harness) waitEvent(want string) {
 	h.t.Helper()
 	h.waitFor("event "+want, func() bool {
-		for {
-			select {
-			case e := <-h.recorder.Events:
-				h.mu.Lock()
-				h.events = append(h.events, e)
-				h.mu.Unlock()
-				continue
-			default:
-			}
-			break
-		}
+		h.drainEvents()
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for _, e := range h.events {

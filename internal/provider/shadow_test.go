@@ -184,14 +184,14 @@ func TestShadowKeptContainerStatus(t *testing.T) {
 	shadows.pod = &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns-shadow", Name: "s-abc", Labels: map[string]string{shadow.LabelPodUID: string(pod.UID)}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-			Name: "proxy", Ready: true, RestartCount: 2, ContainerID: "hostnode://s-abc/proxy",
+			Name: "proxy", Ready: true, RestartCount: 2, ContainerID: "containerd://0a1b2c",
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
 		}}},
 	}
 	shadows.mu.Unlock()
 	h.waitFor("proxy running as in the shadow", func() bool {
 		cs := proxyState()
-		return cs != nil && cs.State.Running != nil && cs.RestartCount == 2 && cs.ContainerID == "hostnode://s-abc/proxy"
+		return cs != nil && cs.State.Running != nil && cs.RestartCount == 2 && cs.ContainerID == "containerd://0a1b2c"
 	})
 	got := h.waitPhase(pod, corev1.PodRunning)
 	for _, c := range got.Status.Conditions {

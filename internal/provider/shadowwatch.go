@@ -69,7 +69,7 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 				p.log.Debug("provider: tunnel state not read", "pod", keyOf(st.pod), "error", err)
 				return
 			}
-			p.applyTunnels(st, sp != nil, snaps)
+			p.applyTunnels(st, sp, snaps)
 		})
 	}
 	wg.Wait()

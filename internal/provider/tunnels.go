@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,11 +30,34 @@ type tunnelSeen struct {
 	node  string
 	ups   int
 	lost  bool // it went down after being up: TunnelBack when it is up again
+	// instance is the tunnel's process: the shadow pod's UID and the
+	// container's restart count (tunnelInstance). A new one starts over.
+	instance string
 }
 
-// applyTunnels records the tunnels' states: each change is told in an
-// Event, and the TunnelReady condition follows.
-func (p *Provider) applyTunnels(st *podState, hasPod bool, snaps []tunnel.Snapshot) {
+// tunnelInstance names the process that runs mode's tunnel in shadow pod
+// sp: the pod's UID and the container's restarts. A pod the Deployment
+// replaced, or a container the kubelet restarted, is a new instance.
+func tunnelInstance(sp *corev1.Pod, mode string) string {
+	if sp == nil {
+		return ""
+	}
+	name := shadow.ContainerForward
+	if mode == "reverse" {
+		name = shadow.ContainerReverse
+	}
+	for _, cs := range sp.Status.ContainerStatuses {
+		if cs.Name == name {
+			return fmt.Sprintf("%s/%d", sp.UID, cs.RestartCount)
+		}
+	}
+	return string(sp.UID)
+}
+
+// applyTunnels records the tunnels' states, as the tunnels of shadow pod sp
+// (nil if none) report them: each change is told in an Event, and the
+// TunnelReady condition follows.
+func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Snapshot) {
 	type event struct{ typ, reason, msg string }
 	var events []event
 	p.mu.Lock()
@@ -49,7 +73,17 @@ func (p *Provider) applyTunnels(st *podState, hasPod bool, snaps []tunnel.Snapsh
 		if prev == nil {
 			prev = &tunnelSeen{}
 		}
-		cur := &tunnelSeen{state: s.State, node: s.Node, ups: s.Ups, lost: prev.lost}
+		cur := &tunnelSeen{state: s.State, node: s.Node, ups: s.Ups, lost: prev.lost, instance: tunnelInstance(sp, s.Mode)}
+		if prev.instance != "" && cur.instance != prev.instance {
+			// The process that held the tunnel is gone: what it counted
+			// is not this one's to compare with.
+			if prev.state == tunnel.StateUp || prev.state == tunnel.StateConnecting {
+				events = append(events, event{corev1.EventTypeWarning, EventTunnelLost,
+					fmt.Sprintf("%s tunnel lost: its container in shadow pod %s was restarted or replaced; the new one connects", s.Mode, sp.Name)})
+			}
+			prev = &tunnelSeen{ups: prev.ups, state: tunnel.StateDown}
+			cur.lost = true
+		}
 		switch s.State {
 		case tunnel.StateUp:
 			switch {
@@ -76,7 +110,7 @@ func (p *Provider) applyTunnels(st *podState, hasPod bool, snaps []tunnel.Snapsh
 		}
 		st.tunnels[s.Mode] = cur
 	}
-	cond := tunnelCondition(hasPod, snaps, p.cfg.Now())
+	cond := tunnelCondition(sp != nil, snaps, p.cfg.Now())
 	changed := setCondition(&st.pod.Status.Conditions, cond)
 	st.tunnelCond = &cond
 	pod := st.pod.DeepCopy()

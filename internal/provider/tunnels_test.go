@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // tunnelCond returns the TunnelReady condition of the pod last pushed.
@@ -101,5 +102,75 @@ func TestTunnelStateGivesEventsAndCondition(t *testing.T) {
 		if counts[r] != 1 {
 			t.Errorf("%d %s Events; want 1 (events %q)", counts[r], r, h.events)
 		}
+	}
+}
+
+// TestReplacedShadowPodGivesTunnelEvents: a tunnel whose shadow pod the
+// Deployment replaced, or whose container the kubelet restarted, comes up
+// as a new process counting from one again; the pod is told it was lost
+// and is back, each time.
+func TestReplacedShadowPodGivesTunnelEvents(t *testing.T) {
+	pod := testPod("replaced")
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+	shadows := &fakeShadows{}
+	h := newHarness(t, func(c *Config) { c.Shadows = shadows }, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	h.waitPhase(pod, corev1.PodRunning)
+
+	setPod := func(uid string, restarts int32) {
+		shadows.mu.Lock()
+		defer shadows.mu.Unlock()
+		shadows.pod = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns-shadow", Name: "s-" + uid, UID: types.UID(uid),
+				Labels: map[string]string{shadow.LabelPodUID: string(pod.UID)}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: shadow.ContainerForward, RestartCount: restarts, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			}}},
+		}
+	}
+	up := tunnel.Snapshot{Mode: "forward", State: tunnel.StateUp, Node: "node1", Ups: 1}
+	setPod("a", 0)
+	shadows.setTunnels(up)
+	h.waitEvent("Normal TunnelReady forward tunnel up: node node1 reached over SSH")
+
+	// the Deployment replaced the pod: its tunnel is up before a poll saw
+	// it connecting
+	setPod("b", 0)
+	h.waitEvent("Warning TunnelLost forward tunnel lost: its container in shadow pod s-b was restarted or replaced")
+	h.waitEvent("Normal TunnelBack forward tunnel up again: node node1")
+
+	// the kubelet restarted the container in the same pod
+	setPod("b", 1)
+	h.waitFor("a second TunnelBack", func() bool {
+		h.drainEvents()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		n := 0
+		for _, e := range h.events {
+			if strings.Contains(e, " TunnelBack ") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	h.waitTunnelCond(pod, corev1.ConditionTrue, "TunnelsUp", "forward up on node node1")
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	counts := map[string]int{}
+	for _, e := range h.events {
+		for _, r := range []string{EventTunnelReady, EventTunnelLost, EventTunnelBack} {
+			if strings.Contains(e, " "+r+" ") {
+				counts[r]++
+			}
+		}
+	}
+	if counts[EventTunnelReady] != 1 || counts[EventTunnelLost] != 2 || counts[EventTunnelBack] != 2 {
+		t.Errorf("events %v; want 1 TunnelReady, 2 TunnelLost, 2 TunnelBack (events %q)", counts, h.events)
 	}
 }
