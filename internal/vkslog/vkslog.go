@@ -1,5 +1,4 @@
-// Package vkslog lets the virtual-kubelet library log through log/slog, for
-// sluice-vk and the rig's host node alike.
+// Package vkslog lets the virtual-kubelet library log through log/slog.
 package vkslog
 
 import (
