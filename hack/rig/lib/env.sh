@@ -31,6 +31,7 @@ env_write() {
 		if node_enabled || node_pid kubelet >/dev/null; then
 			printf 'RIG_K8S_NODE=%s\n' "${NODE_K8S_NAME}"
 			printf 'RIG_K8S_CONTAINERD_SOCK=%s\n' "${NODE_CONTAINERD_SOCK}"
+			printf 'RIG_K8S_KUBELET_DIR=%s\n' "${NODE_DIR}/kubelet"
 			printf 'RIG_K8S_POD_CIDR=%s\n' "${NODE_POD_CIDR}"
 			printf 'RIG_K8S_BUSYBOX_IMAGE=%s\n' "${NODE_BUSYBOX_IMAGE}"
 			printf 'RIG_K8S_CLUSTER_DNS=%s\n' "${NODE_CLUSTER_DNS}"
