@@ -30,6 +30,9 @@ type tunnelSeen struct {
 	node  string
 	ups   int
 	lost  bool // it went down after being up: TunnelBack when it is up again
+	// everUp: a tunnel of this mode was up once, in this process or an
+	// earlier one; the next up is TunnelBack, not TunnelReady.
+	everUp bool
 	// instance is the tunnel's process: the shadow pod's UID and the
 	// container's restart count (tunnelInstance). A new one starts over.
 	instance string
@@ -73,7 +76,8 @@ func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Sna
 		if prev == nil {
 			prev = &tunnelSeen{}
 		}
-		cur := &tunnelSeen{state: s.State, node: s.Node, ups: s.Ups, lost: prev.lost, instance: tunnelInstance(sp, s.Mode)}
+		cur := &tunnelSeen{state: s.State, node: s.Node, ups: s.Ups, lost: prev.lost, instance: tunnelInstance(sp, s.Mode),
+			everUp: prev.everUp || s.State == tunnel.StateUp}
 		if prev.instance != "" && cur.instance != prev.instance {
 			// The process that held the tunnel is gone: what it counted
 			// is not this one's to compare with.
@@ -81,13 +85,13 @@ func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Sna
 				events = append(events, event{corev1.EventTypeWarning, EventTunnelLost,
 					fmt.Sprintf("%s tunnel lost: its container in shadow pod %s was restarted or replaced; the new one connects", s.Mode, sp.Name)})
 			}
-			prev = &tunnelSeen{ups: prev.ups, state: tunnel.StateDown}
+			prev = &tunnelSeen{state: tunnel.StateDown, everUp: prev.everUp}
 			cur.lost = true
 		}
 		switch s.State {
 		case tunnel.StateUp:
 			switch {
-			case prev.ups == 0:
+			case !prev.everUp:
 				events = append(events, event{corev1.EventTypeNormal, EventTunnelReady,
 					fmt.Sprintf("%s tunnel up: node %s reached over SSH", s.Mode, s.Node)})
 			case prev.lost || prev.state != tunnel.StateUp || s.Ups > prev.ups:

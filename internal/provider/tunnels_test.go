@@ -144,8 +144,12 @@ func TestReplacedShadowPodGivesTunnelEvents(t *testing.T) {
 	h.waitEvent("Warning TunnelLost forward tunnel lost: its container in shadow pod s-b was restarted or replaced")
 	h.waitEvent("Normal TunnelBack forward tunnel up again: node node1")
 
-	// the kubelet restarted the container in the same pod
+	// the kubelet restarted the container in the same pod, and a poll saw
+	// the new process connecting first
+	shadows.setTunnels(tunnel.Snapshot{Mode: "forward", State: tunnel.StateConnecting, Node: "node1"})
 	setPod("b", 1)
+	h.waitTunnelCond(pod, corev1.ConditionFalse, "Connecting", "forward connecting")
+	shadows.setTunnels(up)
 	h.waitFor("a second TunnelBack", func() bool {
 		h.drainEvents()
 		h.mu.Lock()

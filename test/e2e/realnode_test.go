@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -124,14 +125,21 @@ func (e *env) reach(addr string) {
 	})
 }
 
-// waitBacks waits until the pod has had n TunnelBack Events.
-func (e *env) waitBacks(pod *corev1.Pod, n int) {
+// waitBacks waits until the pod has had n TunnelBack Events (the API
+// server keeps repeats of one Event as one object with a count).
+func (e *env) waitBacks(pod *corev1.Pod, n int32) {
 	e.t.Helper()
 	e.waitFor(fmt.Sprintf("%d TunnelBack Events", n), 90*time.Second, func() bool {
-		got := 0
-		for _, ev := range e.events(pod) {
-			if strings.Contains(ev, "TunnelBack") {
-				got++
+		list, err := e.client.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String(),
+		})
+		if err != nil {
+			return false
+		}
+		var got int32
+		for _, ev := range list.Items {
+			if ev.Reason == "TunnelBack" {
+				got += max(ev.Count, 1)
 			}
 		}
 		return got >= n

@@ -179,9 +179,10 @@ func serviceAddr(t *testing.T, svc *corev1.Service, port int) string {
 }
 
 // TestShadowForwardAndReverse: a pod with an HTTP server on the node's
-// loopback and a reverse forward to Redis gets a shadow; a cluster client
-// reaches the server through the shadow's Service (the pod's IP), and the
-// job reaches Redis by name through the reverse tunnel.
+// loopback and a reverse forward to Redis gets a shadow; cluster clients,
+// on the host and in a pod, reach the server through the shadow's Service
+// (the pod's IP, and the Service's name), and the job reaches Redis by name
+// through the reverse tunnel.
 func TestShadowForwardAndReverse(t *testing.T) {
 	e := newTunnelEnv(t)
 	script := `busybox httpd -f -p 127.0.0.1:8080 -h /etc &
@@ -231,6 +232,16 @@ sleep 45
 		return err == nil && strings.Contains(body, "redis.default")
 	})
 	t.Logf("GET /hosts through the shadow: %q", firstLine(body))
+
+	// a client pod on the cluster's node reaches it by the offloaded pod's
+	// IP and by the shadow Service's name (CoreDNS)
+	byName := fmt.Sprintf("%s.%s.svc.cluster.local", name, shadowNS)
+	for _, host := range []string{got.Status.PodIP, byName} {
+		out := e.clientPod(host, "8080", "/hosts")
+		if !strings.Contains(out, "redis.default") {
+			t.Errorf("a client pod fetching from %s got %q; want the job's /etc/hosts", host, out)
+		}
+	}
 
 	// deleting the pod deletes its shadow
 	if err := e.client.CoreV1().Pods(e.ns).Delete(ctx, "tunnels", metav1.DeleteOptions{}); err != nil {
