@@ -10,7 +10,8 @@ import (
 
 // Annotations a pod may carry to shape its job.
 const (
-	// AnnotationFlags adds sbatch flags, one per line.
+	// AnnotationFlags adds sbatch options, split as interLink splits them
+	// (SplitFlags).
 	AnnotationFlags = "slurm-job.vk.io/flags"
 	// AnnotationPreExec is a shell snippet run before the containers.
 	AnnotationPreExec = "slurm-job.vk.io/pre-exec"
