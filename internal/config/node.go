@@ -19,8 +19,9 @@ type Node struct {
 	Pods   string `yaml:"Pods"`
 	GPUs   string `yaml:"GPUs"`
 	// Labels are added to the node's own (type, kubernetes.io/role,
-	// kubernetes.io/hostname, kubernetes.io/os); kubernetes.io/hostname
-	// cannot be changed.
+	// kubernetes.io/hostname, kubernetes.io/os, node.kubernetes.io/
+	// instance-type, and interLink's virtual-node.interlink/type);
+	// kubernetes.io/hostname cannot be changed.
 	Labels map[string]string `yaml:"Labels"`
 	// InternalIP is the node's address: the API server dials it, at the
 	// kubelet API's port, for logs. If empty, 127.0.0.1.

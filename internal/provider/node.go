@@ -50,6 +50,8 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 		"kubernetes.io/role":               "agent",
 		"kubernetes.io/os":                 "linux",
 		"node.kubernetes.io/instance-type": "slurm",
+		// interLink's, which pods written for it select
+		"virtual-node.interlink/type": "virtual-kubelet",
 	}
 	maps.Copy(labels, n.Labels)
 	labels["kubernetes.io/hostname"] = name
