@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,5 +67,32 @@ func TestUnimplementedAnnotationsAreWarnedOnce(t *testing.T) {
 		if got[name] != 1 {
 			t.Errorf("%s warned %d times; want once", name, got[name])
 		}
+	}
+}
+
+// A pod with many unknown annotations gets maxAnnotationWarnings Events
+// and one that counts the rest, not one Event each.
+func TestAnnotationWarningsAreBounded(t *testing.T) {
+	pod := testPod("many")
+	pod.Annotations = map[string]string{}
+	for i := range maxAnnotationWarnings + 5 {
+		pod.Annotations[fmt.Sprintf("interlink.eu/x%02d", i)] = "y"
+	}
+	h := newHarness(t, nil, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("Normal Submitted submitted as Slurm job")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, e := range h.events {
+		if strings.HasPrefix(e, "Warning "+annotations.EventNotImplemented+" ") {
+			n++
+		}
+	}
+	last := fmt.Sprintf("5 more annotations under slurm-job.vk.io/, interlink.eu/, interlink.virtual-kubelet.io/ are not implemented, from interlink.eu/x%02d on", maxAnnotationWarnings)
+	if n != maxAnnotationWarnings+1 || !slices.ContainsFunc(h.events, func(e string) bool { return strings.HasSuffix(e, last) }) {
+		t.Errorf("got %d warnings in %q; want %d and one saying %q", n, h.events, maxAnnotationWarnings+1, last)
 	}
 }
