@@ -1,8 +1,18 @@
 // Package annotations parses and validates the pod annotations that shape an
-// offloaded pod: the reverse tunnel (S5) and the refusals at creation (S6).
+// offloaded pod: the reverse tunnel (S5) and the refusals at creation (S6);
+// and it holds the one table of interLink's annotations and what sluice does
+// with each (known.go).
 // The annotation names are those of interLink, kept unchanged so that a pod
 // written for it works here. The package does no I/O.
 package annotations
+
+// Job annotations of interLink's Slurm plugin that sluice implements (S2).
+const (
+	// Flags adds sbatch options, split as interLink splits them.
+	Flags = "slurm-job.vk.io/flags"
+	// PreExec is a shell snippet run before the containers.
+	PreExec = "slurm-job.vk.io/pre-exec"
+)
 
 // Reverse tunnel annotations (S5).
 const (

@@ -19,8 +19,9 @@ type Node struct {
 	Pods   string `yaml:"Pods"`
 	GPUs   string `yaml:"GPUs"`
 	// Labels are added to the node's own (type, kubernetes.io/role,
-	// kubernetes.io/hostname, kubernetes.io/os); kubernetes.io/hostname
-	// cannot be changed.
+	// kubernetes.io/hostname, kubernetes.io/os, node.kubernetes.io/
+	// instance-type, and interLink's virtual-node.interlink/type);
+	// kubernetes.io/hostname cannot be changed.
 	Labels map[string]string `yaml:"Labels"`
 	// InternalIP is the node's address: the API server dials it, at the
 	// kubelet API's port, for logs. If empty, 127.0.0.1.
@@ -29,6 +30,36 @@ type Node struct {
 	// MetricsListen is the host:port where Prometheus metrics are served
 	// over plain HTTP at /metrics (S7). If empty, they are not served.
 	MetricsListen string `yaml:"MetricsListen"`
+	// Taints are the node's taints, which the pods it runs tolerate. If
+	// empty, sluice's own, virtual-kubelet.io/provider=sluice:NoSchedule. A
+	// node for pods written for interLink carries interLink's instead,
+	// virtual-node.interlink/no-schedule=true:NoSchedule (InterLinkTaint):
+	// a pod is scheduled only on a node whose every NoSchedule and
+	// NoExecute taint it tolerates, so a node with both admits only the
+	// pods that tolerate both. At least one taint must keep other pods off
+	// (NoSchedule or NoExecute).
+	Taints []Taint `yaml:"Taints"`
+}
+
+// Taint is a taint of the node, with the keys of interLink's NodeTaints.
+type Taint struct {
+	Key    string `yaml:"Key"`
+	Value  string `yaml:"Value"`
+	Effect string `yaml:"Effect"`
+}
+
+// The node's default taint, sluice's own, and interLink's.
+var (
+	SluiceTaint    = Taint{Key: "virtual-kubelet.io/provider", Value: "sluice", Effect: "NoSchedule"}
+	InterLinkTaint = Taint{Key: "virtual-node.interlink/no-schedule", Value: "true", Effect: "NoSchedule"}
+)
+
+// String writes t as kubectl taint does: key=value:Effect.
+func (t Taint) String() string {
+	if t.Value == "" {
+		return t.Key + ":" + t.Effect
+	}
+	return t.Key + "=" + t.Value + ":" + t.Effect
 }
 
 // KubeletAPI configures the HTTPS server the API server reaches for logs.
@@ -65,6 +96,9 @@ func (n *Node) Default() {
 	if n.KubeletAPI.Listen == "" {
 		n.KubeletAPI.Listen = net.JoinHostPort(n.InternalIP, strconv.Itoa(DefaultKubeletPort))
 	}
+	if len(n.Taints) == 0 {
+		n.Taints = []Taint{SluiceTaint}
+	}
 }
 
 // hostnameLabel is set by the node itself.
@@ -97,6 +131,7 @@ func (n *Node) validate(bad reporter) {
 			bad(key, "is set by the node itself")
 		}
 	}
+	n.validateTaints(bad)
 	if ip := net.ParseIP(n.InternalIP); ip == nil || ip.IsUnspecified() {
 		bad("Node.InternalIP", "must be an IP address the API server can dial, got %q", n.InternalIP)
 	}
@@ -122,4 +157,34 @@ func (n *Node) validate(bad reporter) {
 	absPath(bad, "Node.KubeletAPI.CertFile", a.CertFile, false)
 	absPath(bad, "Node.KubeletAPI.KeyFile", a.KeyFile, false)
 	absPath(bad, "Node.KubeletAPI.ClientCAFile", a.ClientCAFile, false)
+}
+
+// validateTaints checks each taint, that no two share a key and an effect,
+// and that one keeps other pods off the node.
+func (n *Node) validateTaints(bad reporter) {
+	seen := map[string]bool{}
+	keepsOff := false
+	for i, t := range n.Taints {
+		key := "Node.Taints[" + strconv.Itoa(i) + "]"
+		if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
+			bad(key+".Key", "%s", strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+			bad(key+".Value", "%s", strings.Join(msgs, "; "))
+		}
+		switch t.Effect {
+		case "NoSchedule", "NoExecute":
+			keepsOff = true
+		case "PreferNoSchedule":
+		default:
+			bad(key+".Effect", "must be NoSchedule, PreferNoSchedule or NoExecute, got %q", t.Effect)
+		}
+		if seen[t.Key+":"+t.Effect] {
+			bad(key, "repeats the taint %s:%s", t.Key, t.Effect)
+		}
+		seen[t.Key+":"+t.Effect] = true
+	}
+	if len(n.Taints) > 0 && !keepsOff {
+		bad("Node.Taints", "needs a NoSchedule or NoExecute taint, else any pod may land on the virtual node")
+	}
 }

@@ -16,6 +16,29 @@ func TestNodeDefaults(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("got node defaults %v; want %v", got, want)
 	}
+	if len(n.Taints) != 1 || n.Taints[0].String() != "virtual-kubelet.io/provider=sluice:NoSchedule" {
+		t.Errorf("got taints %v; want sluice's own", n.Taints)
+	}
+}
+
+func TestNodeTaints(t *testing.T) {
+	src := minimal + `Node:
+  Taints:
+    - {Key: virtual-node.interlink/no-schedule, Value: "true", Effect: NoSchedule}
+    - {Key: example.org/gpu, Effect: PreferNoSchedule}
+`
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	var got []string
+	for _, tt := range c.Node.Taints {
+		got = append(got, tt.String())
+	}
+	want := []string{InterLinkTaint.String(), "example.org/gpu:PreferNoSchedule"}
+	if strings.Join(got, " ") != strings.Join(want, " ") || want[0] != "virtual-node.interlink/no-schedule=true:NoSchedule" {
+		t.Errorf("got taints %q; want %q", got, want)
+	}
 }
 
 func TestNodeAccepted(t *testing.T) {
@@ -58,6 +81,11 @@ func TestNodeRejected(t *testing.T) {
 		{"listen bad port", "  KubeletAPI: {Listen: \"127.0.0.1:99999\"}\n", "Node.KubeletAPI.Listen"},
 		{"metrics without port", "  MetricsListen: 127.0.0.1\n", "Node.MetricsListen"},
 		{"metrics bad port", "  MetricsListen: \":70000\"\n", "Node.MetricsListen"},
+		{"taint effect", "  Taints: [{Key: a, Value: b, Effect: Never}]\n", "Node.Taints[0].Effect"},
+		{"taint key", "  Taints: [{Key: \"a b\", Effect: NoSchedule}]\n", "Node.Taints[0].Key"},
+		{"taint value", "  Taints: [{Key: a, Value: \"x y\", Effect: NoSchedule}]\n", "Node.Taints[0].Value"},
+		{"taint repeated", "  Taints: [{Key: a, Effect: NoSchedule}, {Key: a, Value: b, Effect: NoSchedule}]\n", "Node.Taints[1]: repeats"},
+		{"no taint keeps pods off", "  Taints: [{Key: a, Effect: PreferNoSchedule}]\n", "Node.Taints: needs a NoSchedule or NoExecute taint"},
 		{"listen host name", "  KubeletAPI: {Listen: \"localhost:1\"}\n", "Node.KubeletAPI.Listen"},
 		{"cert without key", "  KubeletAPI: {CertFile: /c}\n", "Node.KubeletAPI.CertFile"},
 		{"relative key", "  KubeletAPI: {CertFile: /c, KeyFile: k}\n", "Node.KubeletAPI.KeyFile"},

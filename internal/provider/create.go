@@ -24,7 +24,8 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	st := &podState{pod: pod.DeepCopy(), ref: p.cfg.Jobs.Ref(pod.Namespace, string(pod.UID), ""), finalizer: hasFinalizer(pod)}
-	if pod.Status.StartTime != nil && pod.Status.HostIP == p.cfg.InternalIP && hasFinalizer(pod) {
+	restarted := pod.Status.StartTime != nil && pod.Status.HostIP == p.cfg.InternalIP && hasFinalizer(pod)
+	if restarted {
 		// ours before a restart: keep what was reported until the next poll
 		st.pod.Status = *pod.Status.DeepCopy()
 	} else {
@@ -36,6 +37,10 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	if r := p.precheck(pod); r != nil {
 		p.refuse(st, r)
 		return nil
+	}
+	if !restarted {
+		// told once: not again when the virtual kubelet restarts
+		p.warnUnimplemented(pod)
 	}
 	p.push(st)
 	p.background(func(ctx context.Context) { p.submit(ctx, st) })

@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -30,4 +33,33 @@ const (
 // event records an Event on pod through the pod controller's recorder.
 func (p *Provider) event(pod *corev1.Pod, typ, reason, format string, args ...any) {
 	p.cfg.Recorder.Eventf(pod, typ, reason, format, args...)
+}
+
+// maxAnnotationWarnings bounds the Events of one pod's unimplemented
+// annotations; one more Event counts the rest. The event broadcaster lets
+// 25 Events of one pod through at once, then one in 5 minutes: a pod with
+// many annotations must not take the place of its job's own Events.
+const maxAnnotationWarnings = 8
+
+// warnUnimplemented records a Warning Event for each annotation of
+// interLink's that the pod sets and sluice does not implement, saying what
+// sluice does instead, so that none is ignored silently (S12). Past
+// maxAnnotationWarnings, one Event names how many more there are.
+func (p *Provider) warnUnimplemented(pod *corev1.Pod) {
+	ws := annotations.Warnings(pod.Annotations)
+	for i, w := range ws {
+		if i == maxAnnotationWarnings {
+			p.event(pod, corev1.EventTypeWarning, annotations.EventNotImplemented,
+				"%d more annotations under %s are not implemented, from %s on", len(ws)-i, strings.Join(annotations.Prefixes, ", "), w.Annotation)
+			break
+		}
+		p.event(pod, corev1.EventTypeWarning, annotations.EventNotImplemented, "%s", w.Message)
+	}
+	if len(ws) > 0 {
+		names := make([]string, len(ws))
+		for i, w := range ws {
+			names[i] = w.Annotation
+		}
+		p.log.Warn("provider: annotations not implemented", "pod", keyOf(pod), "uid", pod.UID, "annotations", names)
+	}
 }

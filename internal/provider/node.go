@@ -17,8 +17,9 @@ import (
 
 // Node-level names.
 const (
-	// TaintKey is the key of the taint that keeps other pods off the node;
-	// pods meant for the site tolerate it.
+	// TaintKey is the key of the node's default taint (config.SluiceTaint),
+	// which keeps other pods off the node; pods meant for the site tolerate
+	// it. Node.Taints may replace it, with interLink's for one.
 	TaintKey   = "virtual-kubelet.io/provider"
 	TaintValue = "sluice"
 	// ConditionSiteReachable tells whether the virtual kubelet reaches the
@@ -31,8 +32,8 @@ const (
 )
 
 // NewNode is the node object of the virtual node: its capacity, labels,
-// taint, address and kubelet API port from the configuration, Ready, and
-// SiteReachable Unknown until the first check.
+// taints (Node.Taints, else sluice's own), address and kubelet API port from
+// the configuration, Ready, and SiteReachable Unknown until the first check.
 func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*corev1.Node, error) {
 	res := corev1.ResourceList{}
 	for rname, q := range map[corev1.ResourceName]string{
@@ -49,6 +50,8 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 		"kubernetes.io/role":               "agent",
 		"kubernetes.io/os":                 "linux",
 		"node.kubernetes.io/instance-type": "slurm",
+		// interLink's, which pods written for it select
+		"virtual-node.interlink/type": "virtual-kubelet",
 	}
 	maps.Copy(labels, n.Labels)
 	labels["kubernetes.io/hostname"] = name
@@ -59,7 +62,7 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.NodeSpec{
-			Taints: []corev1.Taint{{Key: TaintKey, Value: TaintValue, Effect: corev1.TaintEffectNoSchedule}},
+			Taints: nodeTaints(n.Taints),
 		},
 		Status: corev1.NodeStatus{
 			Capacity:    res,
@@ -84,6 +87,18 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 			},
 		},
 	}, nil
+}
+
+// nodeTaints are the node's taints: the configured ones, else sluice's own.
+func nodeTaints(ts []config.Taint) []corev1.Taint {
+	if len(ts) == 0 {
+		ts = []config.Taint{config.SluiceTaint}
+	}
+	out := make([]corev1.Taint, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	return out
 }
 
 // NodeStatus keeps the node's SiteReachable condition: it checks the site

@@ -23,8 +23,8 @@ func TestNewNode(t *testing.T) {
 	if gpu.Value() != 2 || node.Status.Allocatable.Cpu().Value() != 100 || node.Status.Capacity.Pods().Value() != 1000 {
 		t.Errorf("got capacity %v; want 100 cpu, 1000 pods, 2 GPUs", node.Status.Capacity)
 	}
-	if node.Labels["site"] != "rig" || node.Labels["kubernetes.io/hostname"] != "hpc" || node.Labels["type"] != "virtual-kubelet" {
-		t.Errorf("got labels %v; want site=rig, hostname=hpc, type=virtual-kubelet", node.Labels)
+	if node.Labels["site"] != "rig" || node.Labels["kubernetes.io/hostname"] != "hpc" || node.Labels["type"] != "virtual-kubelet" || node.Labels["virtual-node.interlink/type"] != "virtual-kubelet" {
+		t.Errorf("got labels %v; want site=rig, hostname=hpc, type and interLink's virtual-node.interlink/type=virtual-kubelet", node.Labels)
 	}
 	if tt := node.Spec.Taints; len(tt) != 1 || tt[0].Key != TaintKey || tt[0].Value != "sluice" || tt[0].Effect != corev1.TaintEffectNoSchedule {
 		t.Errorf("got taints %v; want %s=sluice:NoSchedule", tt, TaintKey)

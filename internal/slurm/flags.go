@@ -7,63 +7,63 @@ import (
 	"strings"
 )
 
-// flagSyntax is the only shape an extra sbatch flag may take: one long option,
-// with an optional value made of printable ASCII other than space. Short
-// options are refused: "-J x" needs two words, and "-Jx" hides the option's
-// name from the checks below.
+// flagSyntax is the only shape a flag takes once split (SplitFlags): one
+// long option, with an optional value made of printable ASCII other than
+// space. It is what each #SBATCH line the job gets from the pod holds.
 var flagSyntax = regexp.MustCompile(`^--[a-z][a-z0-9-]*(=[!-~]+)?$`)
 
-// reservedFlags are the sbatch options the job relies on: its name, its
-// files, its script, and the output sluice reads from sbatch.
-var reservedFlags = []string{
-	"array", "chdir", "cluster", "clusters", "comment", "error", "gid",
-	"help", "input", "job-name", "jobid", "output", "parsable", "quiet",
-	"test-only", "uid", "usage", "version", "wait", "wrap",
+// reservedFlags are the sbatch options the job relies on, with the reason
+// sluice keeps them: its name, its files, its script, and the output sluice
+// reads from sbatch.
+var reservedFlags = map[string]string{
+	"array":     "one pod is one job, not an array",
+	"chdir":     "the job runs in its job directory, where sluice keeps its files",
+	"cluster":   "sluice submits to and polls the site's cluster only",
+	"clusters":  "sluice submits to and polls the site's cluster only",
+	"comment":   "sluice writes the pod's namespace/name there",
+	"error":     "sluice reads the job's output from its job directory",
+	"gid":       "the job runs as the site's user",
+	"help":      "sluice reads sbatch's output",
+	"input":     "the job's standard input is sluice's",
+	"job-name":  "sluice names the job after the pod UID, to find it again",
+	"jobid":     "Slurm numbers the job",
+	"output":    "sluice reads the job's output from its job directory",
+	"parsable":  "sluice reads sbatch's output",
+	"quiet":     "sluice reads sbatch's output",
+	"test-only": "sluice reads sbatch's output",
+	"uid":       "the job runs as the site's user",
+	"usage":     "sluice reads sbatch's output",
+	"version":   "sluice reads sbatch's output",
+	"wait":      "sluice does not wait for the job in sbatch",
+	"wrap":      "the job's script is sluice's",
 }
 
-// ParseFlags reads the value of AnnotationFlags: one flag per line, blank
-// lines and surrounding spaces ignored. Every flag is checked by
-// ValidateFlag; the error names the line.
-func ParseFlags(annotation string) ([]string, error) {
-	var flags []string
-	for i, line := range strings.Split(annotation, "\n") {
-		flag := strings.Trim(line, " \t\r")
-		if flag == "" {
-			continue
-		}
-		if err := ValidateFlag(flag); err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		flags = append(flags, flag)
-	}
-	return flags, nil
-}
-
-// ValidateFlag checks one extra sbatch flag. A valid flag is a single word
-// "--name" or "--name=value" that sbatch reads as exactly that word on an
-// #SBATCH line: no spaces, quotes, backslashes, '#' or control characters,
-// which sbatch would split, unquote, unescape or cut at. The name is one of
-// sbatch's options written in full (sbatch would take an abbreviation for
-// whichever option it starts, and refuse an unknown one at every
-// submission), with a value exactly when the option takes one. Flags that
-// would change the job's name, files, script or sbatch's output are refused.
+// ValidateFlag checks one extra sbatch flag as SplitFlags gives it. A valid
+// flag is a single word "--name" or "--name=value" that sbatch reads as
+// exactly that word on an #SBATCH line: no spaces, quotes, backslashes, '#'
+// or control characters, which sbatch would split, unquote, unescape or cut
+// at. The name is one of sbatch's options written in full (sbatch would take
+// an abbreviation for whichever option it starts, and refuse an unknown one
+// at every submission), with a value exactly when the option takes one.
+// Flags that would change the job's name, files, script or sbatch's output
+// are refused, with the reason.
 func ValidateFlag(flag string) error {
 	if !flagSyntax.MatchString(flag) {
-		return fmt.Errorf("sbatch flag %q: want one long option, --name or --name=value, without spaces, quotes, backslashes or '#'", flag)
+		return fmt.Errorf("sbatch flag %q: want one option, --name or --name=value, whose value is printable ASCII without spaces, quotes, backslashes or '#'", flag)
 	}
 	if strings.ContainsAny(flag, "'\"\\#") {
-		return fmt.Errorf("sbatch flag %q: quotes, backslashes and '#' are not allowed", flag)
+		return fmt.Errorf("sbatch flag %q: quotes, backslashes and '#' are not allowed in a value", flag)
 	}
 	name, _, hasValue := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
 	if r := reservedFlag(name); r != "" {
-		return fmt.Errorf("sbatch flag %q: --%s is set by sluice and cannot be changed", flag, r)
+		return fmt.Errorf("sbatch flag %q: --%s is set by sluice and cannot be changed: %s", flag, r, reservedFlags[r])
 	}
 	kind, known := sbatchOptions[name]
 	switch {
 	case !known:
 		return fmt.Errorf("sbatch flag %q: sbatch has no option --%s%s", flag, name, fullNames(name))
 	case kind == argRequired && !hasValue:
-		return fmt.Errorf("sbatch flag %q: --%s needs a value (--%s=value)", flag, name, name)
+		return fmt.Errorf("sbatch flag %q: --%s needs a value (--%s=value or --%s value)", flag, name, name, name)
 	case kind == argNone && hasValue:
 		return fmt.Errorf("sbatch flag %q: --%s takes no value", flag, name)
 	}
@@ -71,13 +71,15 @@ func ValidateFlag(flag string) error {
 }
 
 // reservedFlag is the reserved option that name is or abbreviates, or "".
+// When name abbreviates several, the first in alphabetical order.
 func reservedFlag(name string) string {
-	for _, r := range reservedFlags {
-		if strings.HasPrefix(r, name) {
-			return r
+	var found string
+	for r := range reservedFlags {
+		if strings.HasPrefix(r, name) && (found == "" || r < found) {
+			found = r
 		}
 	}
-	return ""
+	return found
 }
 
 // fullNames suggests the options that name abbreviates, if any.

@@ -6,14 +6,17 @@ package slurm
 import (
 	"io/fs"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
 )
 
 // Annotations a pod may carry to shape its job.
 const (
-	// AnnotationFlags adds sbatch flags, one per line.
-	AnnotationFlags = "slurm-job.vk.io/flags"
+	// AnnotationFlags adds sbatch options, split as interLink splits them
+	// (SplitFlags).
+	AnnotationFlags = annotations.Flags
 	// AnnotationPreExec is a shell snippet run before the containers.
-	AnnotationPreExec = "slurm-job.vk.io/pre-exec"
+	AnnotationPreExec = annotations.PreExec
 )
 
 // Runtime names the container runtime the site runs containers with.

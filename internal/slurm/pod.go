@@ -140,7 +140,7 @@ func (b *podBuilder) build() (*Job, error) {
 
 func (b *podBuilder) annotations() error {
 	a := b.pod.Annotations
-	flags, err := ParseFlags(a[AnnotationFlags])
+	flags, err := SplitFlags(a[AnnotationFlags])
 	if err != nil {
 		return podErr("metadata.annotations["+AnnotationFlags+"]", "%v", err)
 	}

@@ -247,8 +247,9 @@ func TestFromPodRefuses(t *testing.T) {
 			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.ephemeral-storage"}}}}
 		}, "spec.containers[1].env[0].valueFrom.resourceFieldRef.resource", "site's default"},
 		{"container named job", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.InitContainers[0].Name = "job" }, "spec.initContainers[0].name", "reserved"},
-		{"flags", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--exclusive\n--output=/tmp/x" }, "metadata.annotations[slurm-job.vk.io/flags]", "line 2"},
-		{"flag injection", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--qos=a --wrap=id" }, "metadata.annotations[slurm-job.vk.io/flags]", "one long option"},
+		{"flags", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--exclusive\n-o /tmp/x" }, "metadata.annotations[slurm-job.vk.io/flags]", `"-o /tmp/x": sbatch flag "--output=/tmp/x": --output is set by sluice`},
+		{"flag injection", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--qos=a --wrap=id" }, "metadata.annotations[slurm-job.vk.io/flags]", "--wrap is set by sluice"},
+		{"flag injection by a line break in quotes", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--qos='a\n#SBATCH --wrap=id'" }, "metadata.annotations[slurm-job.vk.io/flags]", "without spaces, quotes"},
 		{"pre-exec NUL", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationPreExec] = "a\x00" }, "metadata.annotations[slurm-job.vk.io/pre-exec]", "NUL"},
 		{"pre-exec CR LF", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationPreExec] = "module load x\r\necho ok" }, "metadata.annotations[slurm-job.vk.io/pre-exec]", "CR LF"},
 		{"command NUL", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers[1].Command = []string{"sh", "-c", "echo a\x00b"} }, "spec.containers[1].command[2]", "NUL byte, which sbatch refuses"},
@@ -258,7 +259,7 @@ func TestFromPodRefuses(t *testing.T) {
 			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "DOS", Value: "a\r\nb"}}
 			p.Spec.Containers[1].Args = []string{"$(DOS)"}
 		}, "spec.containers[1].args[0]", "after $(VAR) expansion"},
-		{"unknown flag", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--partition=gpu\n--gpu=1" }, "metadata.annotations[slurm-job.vk.io/flags]", "line 2: sbatch flag \"--gpu=1\": sbatch has no option --gpu (write the option in full: --gpu-bind, --gpu-freq, --gpus"},
+		{"unknown flag", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--partition=gpu\n--gpu=1" }, "metadata.annotations[slurm-job.vk.io/flags]", "sbatch flag \"--gpu=1\": sbatch has no option --gpu (write the option in full: --gpu-bind, --gpu-freq, --gpus"},
 		{"flag without its value", RuntimeApptainer, func(p *corev1.Pod) { p.Annotations[AnnotationFlags] = "--qos" }, "metadata.annotations[slurm-job.vk.io/flags]", "--qos needs a value"},
 		{"uid the job cannot be named after", RuntimeApptainer, func(p *corev1.Pod) { p.UID = "0B5C-Upper" }, "metadata.uid", "invalid pod uid"},
 		{"cpu out of range", RuntimeApptainer, func(p *corev1.Pod) { p.Spec.Containers[1].Resources.Requests["cpu"] = qty("2E") }, "spec.containers[1].resources.requests[cpu]", "out of range"},

@@ -39,6 +39,7 @@ var sbatchOptions = map[string]argKind{
 	"deadline":            argRequired,
 	"delay-boot":          argRequired,
 	"dependency":          argRequired,
+	"distribution":        argRequired,
 	"error":               argRequired,
 	"exclude":             argRequired,
 	"exclusive":           argOptional,
@@ -119,4 +120,47 @@ var sbatchOptions = map[string]argKind{
 	"wait-all-nodes":      argRequired,
 	"wckey":               argRequired,
 	"wrap":                argRequired,
+}
+
+// sbatchShortOptions are sbatch's one-letter options (Slurm 22.05, as
+// `sbatch --help` lists them) and the long option each stands for, so that
+// the rules of the long option (reserved, value or none) apply to it too.
+// interLink maps -A -C -D -G -J -N -c -n -o -p -t -w; sbatch knows the rest.
+// Each takes a value exactly when its long option requires one; -k
+// (--no-kill, whose value is optional) takes none.
+var sbatchShortOptions = map[byte]string{
+	'A': "account",
+	'B': "extra-node-info",
+	'C': "constraint",
+	'D': "chdir",
+	'F': "nodefile",
+	'G': "gpus",
+	'H': "hold",
+	'J': "job-name",
+	'L': "licenses",
+	'M': "clusters",
+	'N': "nodes",
+	'O': "overcommit",
+	'Q': "quiet",
+	'S': "core-spec",
+	'V': "version",
+	'W': "wait",
+	'a': "array",
+	'b': "begin",
+	'c': "cpus-per-task",
+	'd': "dependency",
+	'e': "error",
+	'h': "help",
+	'i': "input",
+	'k': "no-kill",
+	'm': "distribution",
+	'n': "ntasks",
+	'o': "output",
+	'p': "partition",
+	'q': "qos",
+	's': "oversubscribe",
+	't': "time",
+	'v': "verbose",
+	'w': "nodelist",
+	'x': "exclude",
 }

@@ -1,0 +1,148 @@
+package annotations
+
+import (
+	"slices"
+	"strings"
+)
+
+// Prefixes are the annotation prefixes of interLink's virtual kubelet and of
+// its Slurm plugin. sluice never ignores an annotation under them silently:
+// one it does not implement gets a Warning Event (Warnings).
+var Prefixes = []string{"slurm-job.vk.io/", "interlink.eu/", "interlink.virtual-kubelet.io/"}
+
+// Support is what sluice does with an annotation of interLink's.
+type Support string
+
+// The kinds of support.
+const (
+	// Same: interLink's meaning.
+	Same Support = "same"
+	// Mapped: interLink's meaning, with sluice's rules (validated, refused
+	// with the reason where interLink would pass it on).
+	Mapped Support = "mapped"
+	// Sluice: sluice's own annotation, under interLink's prefix.
+	Sluice Support = "sluice"
+	// Warned: not implemented; the pod runs without it and a Warning Event
+	// says what sluice does instead.
+	Warned Support = "warned"
+)
+
+// Known is an annotation sluice knows, and what it does with it.
+type Known struct {
+	Name    string
+	Support Support
+	// Note says what sluice does. For a Warned annotation it is the
+	// Warning Event's message, after the annotation's name.
+	Note string
+}
+
+// EventNotImplemented is the reason of the Warning Event of an annotation
+// sluice does not implement.
+const EventNotImplemented = "AnnotationNotImplemented"
+
+// unknownNote is the Warning of an annotation under Prefixes that is not in
+// the table.
+const unknownNote = "sluice does not know this annotation; it has no effect here"
+
+// notYet is the start of the note of what sluice will implement (issue 14).
+const notYet = "not implemented yet: "
+
+// known is the table of interLink's annotations, by name. docs/
+// interlink-migration.md gives each its row (TestMigrationPageNamesEvery
+// Annotation).
+var known = []Known{
+	{Flags, Mapped, "sbatch options, split as interLink splits them (spaces or lines, -p gpu, --time 10, quotes); each becomes its own #SBATCH line in long form; options sluice sets itself are refused with the reason"},
+	{PreExec, Same, "runs in the job's shell before the containers; what it exports reaches them"},
+	{"slurm-job.vk.io/mpi-flags", Warned, notYet + "each container runs once, not under mpiexec; start mpiexec (or srun) in the container's command"},
+	{"slurm-job.vk.io/singularity-options", Warned, notYet + "Apptainer runs with sluice's options only, so --nv (GPUs) and the pod's other options are not given; for --nv, export APPTAINER_NV=1 in " + PreExec},
+	{"slurm-job.vk.io/singularity-mounts", Warned, notYet + "only the pod's volumes are bound; to bind a path of the site, export APPTAINER_BIND=src:dst in " + PreExec},
+	{"slurm-job.vk.io/enroot-options", Warned, notYet + "sluice has no enroot runtime; the site's runtime (Site.ContainerRuntime) runs the containers without these options"},
+	{"slurm-job.vk.io/enroot-mounts", Warned, notYet + "sluice has no enroot runtime; only the pod's volumes are bound"},
+	{"slurm-job.vk.io/image-root", Warned, notYet + "images are used as the pod names them (a bare name gets docker:// under Apptainer)"},
+	{"slurm-job.vk.io/flavor", Warned, notYet + "sluice has no flavors; the job's resources come from the pod's requests and limits and from " + Flags},
+	{"slurm-job.vk.io/nfs-mode", Warned, nfsNote},
+	{"slurm-job.vk.io/nfs-mount-options", Warned, nfsNote},
+	{"slurm-job.vk.io/nfs-fusemount-type", Warned, nfsNote},
+	{"slurm-job.vk.io/nfs-helper-fusemount-type", Warned, nfsNote},
+	{"slurm-job.vk.io/nfs-fuse-command", Warned, nfsNote + "; sluice never runs commands from annotations other than " + PreExec},
+	{"slurm-job.vk.io/nfs-helper-command", Warned, nfsNote + "; sluice never runs commands from annotations other than " + PreExec},
+	{"slurm-job.vk.io/nfs-bridge-path", Warned, nfsNote},
+	{"slurm-job.vk.io/nfs-bridge-pvc", Warned, nfsNote},
+
+	{PodVPN, Same, "any non-empty value disables the shadow"},
+	{DisableOffloadContainers, Same, "the containers it lists run in the shadow, in the cluster"},
+	{DisableOffloadInitContainers, Same, "the init containers it lists run in the shadow, in the cluster"},
+	{ReverseForwards, Sluice, "cluster endpoints the job reaches through the reverse tunnel"},
+	{ReverseBind, Sluice, "the loopback address of the job's relay"},
+	{ReverseSocksPort, Sluice, "a SOCKS5 proxy on the node for the job, where the site allows it"},
+	{RetiredReverseOwnerOnly, Warned, "retired, it has no effect: the relay forwards the job user's connections only, always"},
+	{RetiredReverseNodeExec, Warned, "retired, it has no effect: the site chooses how the tunnel reaches the node (Network.SSH.Reverse.NodeExec)"},
+	{"interlink.eu/shadow-same-ns", Warned, notYet + "the shadow is made in the namespace <namespace>-shadow, or in the node's tenant namespace (Network.TenantNamespace)"},
+	{"interlink.eu/pod-ip", Warned, "not implemented: the pod's IP is the node's InternalIP and POD_IP is not exported; set it from the downward API (status.podIP) if the containers need it"},
+	{"interlink.eu/pod-subnet", Warned, "not implemented: sluice has no full-mesh network; the shadow forwards the containers' ports"},
+	{"interlink.eu/wstunnel-extra-ports", Warned, notYet + "the shadow forwards the ports the containers declare only; declare the port in the container's ports"},
+	{"interlink.eu/wstunnel-path-prefix", Warned, "not used: sluice's shadow has no wstunnel"},
+	{"interlink.eu/wstunnel-client-commands", Warned, "ignored: sluice never runs commands from annotations other than " + PreExec + "; its tunnels are the shadow's SSH sessions"},
+	{"interlink.eu/rathole-client-commands", Warned, "ignored: sluice never runs commands from annotations other than " + PreExec + "; its tunnels are the shadow's SSH sessions"},
+	{"interlink.eu/wireguard-client-snippet", Warned, wgNote},
+	{"interlink.eu/wg-private-key", Warned, wgNote + "; a private key does not belong in an annotation"},
+	{"interlink.eu/wg-peer-public-key", Warned, wgNote},
+	{"interlink.eu/wg-mtu", Warned, wgNote},
+	{"interlink.eu/wg-keepalive-seconds", Warned, wgNote},
+	{"interlink.virtual-kubelet.io/wstunnel-timeout", Warned, "not used: sluice's shadow has no wstunnel, and no such timeout"},
+}
+
+const (
+	nfsNote = "not implemented: sluice mounts no NFS persistent volume (a pod with a persistentVolumeClaim volume is refused)"
+	wgNote  = "not implemented: sluice has no WireGuard mesh; its tunnels are the shadow's SSH sessions"
+)
+
+// Table returns a copy of the table of interLink's annotations, by name.
+func Table() []Known {
+	t := slices.Clone(known)
+	slices.SortFunc(t, func(a, b Known) int { return strings.Compare(a.Name, b.Name) })
+	return t
+}
+
+// Lookup returns the table's entry of an annotation.
+func Lookup(name string) (Known, bool) {
+	i := slices.IndexFunc(known, func(k Known) bool { return k.Name == name })
+	if i < 0 {
+		return Known{}, false
+	}
+	return known[i], true
+}
+
+// Warning is the Warning Event of one annotation a pod sets that sluice
+// does not implement.
+type Warning struct {
+	Annotation string
+	// Message names the annotation and says what sluice does instead.
+	Message string
+}
+
+// Warnings returns a Warning for every annotation of the pod under
+// Prefixes that sluice does not implement, by name: a Warned one with its
+// note, one the table does not know saying it has no effect.
+func Warnings(annotations map[string]string) []Warning {
+	var out []Warning
+	for name := range annotations {
+		if !underPrefixes(name) {
+			continue
+		}
+		note := unknownNote
+		if k, ok := Lookup(name); ok {
+			if k.Support != Warned {
+				continue
+			}
+			note = k.Note
+		}
+		out = append(out, Warning{Annotation: name, Message: truncate(name) + ": " + note})
+	}
+	slices.SortFunc(out, func(a, b Warning) int { return strings.Compare(a.Annotation, b.Annotation) })
+	return out
+}
+
+func underPrefixes(name string) bool {
+	return slices.ContainsFunc(Prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
