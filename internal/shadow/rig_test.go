@@ -47,6 +47,18 @@ func rigSuffix() string {
 	return fmt.Sprintf("%x", b)
 }
 
+// rigNamespaces names the namespace of a test's pods, prefix-SUFFIX, and
+// creates the namespace of its credentials, prefix-cred-SUFFIX; both, with
+// the shadow namespace sluice makes for the first, go when the test ends.
+func rigNamespaces(t *testing.T, c kubernetes.Interface, prefix string) (sfx, podNS, credNS string) {
+	t.Helper()
+	sfx = rigSuffix()
+	podNS, credNS = prefix+"-"+sfx, prefix+"-cred-"+sfx
+	makeNamespace(t, c, credNS)
+	deleteNamespaceAtEnd(t, c, podNS+ShadowSuffix)
+	return sfx, podNS, credNS
+}
+
 // makeNamespace creates ns and deletes it when the test ends.
 func makeNamespace(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
@@ -93,11 +105,7 @@ func rigManager(t *testing.T, c kubernetes.Interface, s Spec) *Manager {
 func TestRigShadow(t *testing.T) {
 	c := rigClient(t)
 	ctx := context.Background()
-	sfx := rigSuffix()
-	podNS := "shadow-rig-" + sfx
-	credNS := "shadow-rig-cred-" + sfx
-	makeNamespace(t, c, credNS)
-	deleteNamespaceAtEnd(t, c, podNS+ShadowSuffix)
+	sfx, podNS, credNS := rigNamespaces(t, c, "shadow-rig")
 	for _, create := range []func() error{
 		func() error {
 			_, err := c.CoreV1().Secrets(credNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hpc-ssh-key"},
