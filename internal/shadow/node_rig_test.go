@@ -94,6 +94,11 @@ func TestRigNodeTunnel(t *testing.T) {
 		return false, fmt.Errorf("phase %s, no Ready condition", p.Status.Phase)
 	})
 	t.Logf("shadow pod %s/%s on %s, IP %s", sp.Namespace, sp.Name, sp.Spec.NodeName, sp.Status.PodIP)
+	for _, cs := range sp.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			t.Errorf("container %s restarted %d times (liveness, or the key unreadable)", cs.Name, cs.RestartCount)
+		}
+	}
 	snaps, err := m.TunnelStatus(ctx, sp)
 	if err != nil || len(snaps) != 1 || snaps[0].State != tunnel.StateUp {
 		t.Errorf("tunnel status %+v, %v; want the forward up", snaps, err)
