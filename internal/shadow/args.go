@@ -91,6 +91,7 @@ func (s Spec) tunnelContainer(name string, args []string, ports []corev1.Contain
 		},
 		SecurityContext: tunnelSecurity(),
 		LivenessProbe:   livenessProbe(metrics),
+		Resources:       tunnelResources(),
 	}
 }
 
@@ -102,6 +103,7 @@ func (s Spec) holdContainer() corev1.Container {
 		Image:           s.TunnelImage,
 		Args:            []string{"hold"},
 		SecurityContext: tunnelSecurity(),
+		Resources:       holdResources(),
 	}
 }
 

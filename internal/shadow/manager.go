@@ -58,7 +58,9 @@ var ErrNotOurs = errors.New("exists and is not sluice's to change")
 // namespace), the credential copies when Spec.ReplicateCredentials, the
 // node ConfigMap (its node is kept), the Deployment and the Service. The
 // Deployment owns the ConfigMap and the Service, so that deleting it
-// removes them too. It returns nil and no error for a pod that gets no
+// removes them too. In a shadow namespace it may create, it first checks
+// that the namespace's Pod Security level admits the shadow pod
+// (checkPodSecurity). It returns nil and no error for a pod that gets no
 // shadow (Wanted). Errors about the pod wrap *slurm.PodError or
 // *annotations.Refusal; retrying them does not help.
 func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
@@ -73,8 +75,12 @@ func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
 		return nil, err
 	}
 	if m.Spec.TenantNamespace == "" {
-		if err := m.ensureNamespace(ctx, o.Namespace); err != nil {
+		ns, err := m.ensureNamespace(ctx, o.Namespace)
+		if err != nil {
 			return nil, err
+		}
+		if err := checkPodSecurity(ns, pod, &o.Deployment.Spec.Template); err != nil {
+			return nil, fmt.Errorf("shadow: admission of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
 	if m.Spec.ReplicateCredentials && m.Spec.CredentialsNamespace != o.Namespace && (o.Forward || o.Reverse) {
@@ -129,30 +135,38 @@ func (m *Manager) access(ns string) error {
 	return nil
 }
 
-// ensureNamespace creates the shadow namespace ns when it is missing,
-// enforcing the restricted Pod Security Standard (latest version): the
-// tunnels need nothing more. A namespace that exists already is left as it
-// is, labels included: its owner chose its standard.
-func (m *Manager) ensureNamespace(ctx context.Context, ns string) error {
-	_, err := m.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+// ensureNamespace returns the shadow namespace ns, creating it when it is
+// missing, enforcing the restricted Pod Security Standard (latest
+// version): the tunnels need nothing more. A namespace that exists already
+// is left as it is, labels included: its owner chose its standard.
+func (m *Manager) ensureNamespace(ctx context.Context, ns string) (*corev1.Namespace, error) {
+	got, err := m.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		if err != nil {
-			return fmt.Errorf("shadow: get namespace %s: %w", ns, err)
+			return nil, fmt.Errorf("shadow: get namespace %s: %w", ns, err)
 		}
-		return nil
+		return got, nil
 	}
-	_, err = m.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	want := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: ns,
 		Labels: map[string]string{
 			LabelManagedBy:            ManagedBy,
 			psapi.EnforceLevelLabel:   string(psapi.LevelRestricted),
 			psapi.EnforceVersionLabel: psapi.VersionLatest,
 		},
-	}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("shadow: create namespace %s: %w", ns, err)
+	}}
+	got, err = m.Client.CoreV1().Namespaces().Create(ctx, want, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// Made meanwhile, by another Ensure or someone else.
+		if got, err = m.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("shadow: get namespace %s: %w", ns, err)
+		}
+		return got, nil
+	case err != nil:
+		return nil, fmt.Errorf("shadow: create namespace %s: %w", ns, err)
 	}
-	return nil
+	return got, nil
 }
 
 func (m *Manager) event(pod *corev1.Pod, kind, reason, format string, args ...any) {

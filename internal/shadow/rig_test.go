@@ -47,6 +47,18 @@ func rigSuffix() string {
 	return fmt.Sprintf("%x", b)
 }
 
+// rigNamespaces names the namespace of a test's pods, prefix-SUFFIX, and
+// creates the namespace of its credentials, prefix-cred-SUFFIX; both, with
+// the shadow namespace sluice makes for the first, go when the test ends.
+func rigNamespaces(t *testing.T, c kubernetes.Interface, prefix string) (sfx, podNS, credNS string) {
+	t.Helper()
+	sfx = rigSuffix()
+	podNS, credNS = prefix+"-"+sfx, prefix+"-cred-"+sfx
+	makeNamespace(t, c, credNS)
+	deleteNamespaceAtEnd(t, c, podNS+ShadowSuffix)
+	return sfx, podNS, credNS
+}
+
 // makeNamespace creates ns and deletes it when the test ends.
 func makeNamespace(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
@@ -93,11 +105,7 @@ func rigManager(t *testing.T, c kubernetes.Interface, s Spec) *Manager {
 func TestRigShadow(t *testing.T) {
 	c := rigClient(t)
 	ctx := context.Background()
-	sfx := rigSuffix()
-	podNS := "shadow-rig-" + sfx
-	credNS := "shadow-rig-cred-" + sfx
-	makeNamespace(t, c, credNS)
-	deleteNamespaceAtEnd(t, c, podNS+ShadowSuffix)
+	sfx, podNS, credNS := rigNamespaces(t, c, "shadow-rig")
 	for _, create := range []func() error{
 		func() error {
 			_, err := c.CoreV1().Secrets(credNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hpc-ssh-key"},
@@ -176,16 +184,43 @@ func TestRigShadow(t *testing.T) {
 		t.Errorf("node configmap owners %+v; want the Deployment", cm.OwnerReferences)
 	}
 
-	// The controller manager makes the shadow pod from the template.
+	// The controller manager makes the shadow pod from the template, in a
+	// namespace enforcing the restricted standard: admitted.
+	ns, err := c.CoreV1().Namespaces().Get(ctx, ref.Namespace, metav1.GetOptions{})
+	if err != nil || ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("shadow namespace: %v, labels %v; want it to enforce restricted", err, ns.GetLabels())
+	}
 	eventually(t, 60*time.Second, "shadow pod", func() (bool, error) {
 		p, err := m.ShadowPod(ctx, pod)
 		return p != nil, err
 	})
+	checkAdmission(t, c, ref.Namespace, d.Spec.Template)
 
 	if err := m.Delete(ctx, pod); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	gone(t, c, ref.Namespace, ref.Name)
+}
+
+// checkAdmission creates the shadow pod of tpl in ns, which enforces the
+// restricted standard, as a server-side dry run: the API server's
+// PodSecurity admission admits it, and refuses it with a container that
+// may escalate its privileges.
+func checkAdmission(t *testing.T, c kubernetes.Interface, ns string, tpl corev1.PodTemplateSpec) {
+	t.Helper()
+	ctx := context.Background()
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	p := &corev1.Pod{ObjectMeta: *tpl.ObjectMeta.DeepCopy(), Spec: *tpl.Spec.DeepCopy()}
+	p.GenerateName = "admission-"
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, p, dry); err != nil {
+		t.Errorf("dry-run create of the shadow pod in %s: %v", ns, err)
+	}
+	yes := true
+	p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = &yes
+	_, err := c.CoreV1().Pods(ns).Create(ctx, p, dry)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Errorf("dry-run create of a shadow pod allowing privilege escalation = %v; want PodSecurity to forbid it", err)
+	}
 }
 
 // gone waits until the shadow name in ns has no Deployment, Service or

@@ -9,7 +9,6 @@ import (
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	corev1 "k8s.io/api/core/v1"
 	psapi "k8s.io/pod-security-admission/api"
-	"k8s.io/pod-security-admission/policy"
 )
 
 // shadowShapes are pods whose shadows run each kind of sluice container:
@@ -60,7 +59,7 @@ func TestSecurityFields(t *testing.T) {
 					t.Errorf("pod security context %s; want the user's with fsGroup 65532", psc)
 				}
 			} else {
-				checkPodSecurity(t, psc)
+				checkPodContext(t, psc)
 			}
 			var ours int
 			for _, c := range ps.Containers {
@@ -82,7 +81,7 @@ func TestSecurityFields(t *testing.T) {
 	}
 }
 
-func checkPodSecurity(t *testing.T, sc *corev1.PodSecurityContext) {
+func checkPodContext(t *testing.T, sc *corev1.PodSecurityContext) {
 	t.Helper()
 	if sc == nil {
 		t.Fatal("pod has no security context")
@@ -135,21 +134,11 @@ func checkContainerSecurity(t *testing.T, c corev1.Container) {
 // version latest, and returns what they forbid.
 func restrictedViolations(t *testing.T, objs *Objects) []string {
 	t.Helper()
-	e, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	v, err := violations(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, &objs.Deployment.Spec.Template)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl := objs.Deployment.Spec.Template
-	lv := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
-	res := policy.AggregateCheckResults(e.EvaluatePod(lv, &tpl.ObjectMeta, &tpl.Spec))
-	if res.Allowed {
-		return nil
-	}
-	var out []string
-	for i, r := range res.ForbiddenReasons {
-		out = append(out, r+": "+res.ForbiddenDetails[i])
-	}
-	return out
+	return v
 }
 
 // TestRestrictedAdmits: every shape of shadow passes the restricted Pod
