@@ -1,0 +1,302 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/testrig"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// release is the chart installed on the rig: sluice-vk running in a pod of
+// the rig's node, with exactly the chart's rights.
+type release struct {
+	e       *env
+	helm    string
+	name    string
+	ns      string // the release's namespace, where sluice-vk runs
+	helmEnv []string
+}
+
+// repoRoot is the repository's root.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// helmBinary builds helm from its Go module when missing (hack/tools/build.sh).
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot(), "hack", "tools", "build.sh"), "helm")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/tools/build.sh helm: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// installChart imports the sluice-vk and sluice-tunnel images of the tests'
+// version into the rig node's containerd and installs charts/sluice into a
+// namespace of its own, for a node confined to the tenant namespace e.ns
+// with forward and reverse tunnels. Cleanup deletes the tenant's pods while
+// sluice-vk runs, uninstalls the release, and deletes the node and both
+// namespaces.
+func installChart(t *testing.T) *release {
+	t.Helper()
+	rig, kubeconfig, client := rigCluster(t)
+	if _, ok := lookup("RIG_K8S_CONTAINERD_SOCK"); !ok {
+		testrig.Unavailable(t, "the rig has no real node (RIG_K8S_CONTAINERD_SOCK missing from rig.env)")
+	}
+	s := suffix()
+	e := &env{t: t, rig: rig, client: client, kubeconfig: kubeconfig,
+		node: "e2e-helm-" + s, ns: "e2e-" + s, image: rig.Get(t, "RIG_IMAGE")}
+	home := t.TempDir()
+	r := &release{e: e, helm: helmBinary(t), name: "sluice-" + s, ns: "sluice-" + s,
+		helmEnv: append(os.Environ(), "KUBECONFIG="+kubeconfig,
+			"HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)}
+	importImage(t, rig, "sluice-vk")
+	importImage(t, rig, "sluice-tunnel")
+
+	ctx := context.Background()
+	for _, ns := range []string{r.ns, e.ns} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create namespace %s: %v", ns, err)
+		}
+	}
+	e.externalRedis()
+	t.Cleanup(func() {
+		if t.Failed() {
+			r.dumpLog()
+		}
+		if out, err := r.run("uninstall", r.name, "--namespace", r.ns, "--wait", "--timeout", "60s"); err != nil {
+			t.Errorf("helm uninstall: %v\n%s", err, out)
+		}
+		_ = client.CoreV1().Nodes().Delete(ctx, e.node, metav1.DeleteOptions{})
+		for _, ns := range []string{r.ns, e.ns} {
+			_ = client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		}
+	})
+	t.Cleanup(e.deletePods)
+
+	values := fmt.Sprintf(`config:
+  NodeName: %s
+  Site:
+    DataRoot: %s
+    SocketDirRoot: %s
+    ContainerRuntime: charliecloud
+    PollInterval: 1s
+  Network:
+    EnableTunnel: true
+    TenantNamespace: %s
+    SSH:
+      LoginHost: %s
+      Port: %s
+      User: %s
+      Reverse:
+        Enabled: true
+image:
+  tag: %s
+log:
+  format: json
+`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"), e.ns,
+		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"), e2eVersion)
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := r.run("install", r.name, filepath.Join(repoRoot(), "charts", "sluice"), "--namespace", r.ns, "-f", file,
+		"--set-file", "credentials.privateKey="+rig.Get(t, "RIG_KEY"),
+		"--set-file", "credentials.knownHosts="+rig.Get(t, "RIG_KNOWN_HOSTS"),
+		"--set-file", "credentials.nodeKnownHosts="+rig.Get(t, "RIG_NODE_KNOWN_HOSTS"))
+	if err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	e.waitFor("the node to be Ready", 120*time.Second, func() bool {
+		n, err := client.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
+		return err == nil && nodeReady(n)
+	})
+	t.Logf("helm install → node %s Ready in %s", e.node, time.Since(start).Round(100*time.Millisecond))
+	e.waitFor("the default service account", 60*time.Second, func() bool {
+		_, err := client.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	})
+	return r
+}
+
+// run runs helm with args.
+func (r *release) run(args ...string) (string, error) {
+	cmd := exec.Command(r.helm, args...)
+	cmd.Env = r.helmEnv
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// vkPod is sluice-vk's pod.
+func (r *release) vkPod() *corev1.Pod {
+	r.e.t.Helper()
+	list, err := r.e.client.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + r.name,
+	})
+	if err != nil || len(list.Items) != 1 {
+		r.e.t.Fatalf("sluice-vk's pod: %d pods, %v", len(list.Items), err)
+	}
+	return &list.Items[0]
+}
+
+// logLine is one line of sluice-vk's JSON log.
+type logLine struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+	Error string `json:"error"`
+	raw   string
+}
+
+// log returns sluice-vk's log, read from the rig's node through the API
+// server, one JSON object a line.
+func (r *release) log() []logLine {
+	r.e.t.Helper()
+	b, err := r.e.client.CoreV1().Pods(r.ns).GetLogs(r.vkPod().Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil {
+		r.e.t.Fatalf("sluice-vk's log: %v", err)
+	}
+	var out []logLine
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l logLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			r.e.t.Errorf("sluice-vk's log: a line that is not JSON: %q", sc.Text())
+			continue
+		}
+		l.raw = sc.Text()
+		out = append(out, l)
+	}
+	return out
+}
+
+func (r *release) dumpLog() {
+	for _, l := range r.log() {
+		if l.Level != "DEBUG" {
+			r.e.t.Logf("sluice-vk: %s", l.raw)
+		}
+	}
+}
+
+// forbidden returns the log lines that say the API server refused a call.
+func forbidden(lines []logLine) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l.raw, "forbidden") {
+			out = append(out, l.raw)
+		}
+	}
+	return out
+}
+
+// TestHelmInstallConfined: `helm install` of charts/sluice for a node
+// confined to a tenant namespace; sluice-vk runs in the cluster with exactly
+// the chart's rights. Its node advertises the pod's IP; a pod runs to
+// Succeeded and its log is read through the API server from the in-cluster
+// kubelet API; a pod with forward and reverse tunnels gets its shadow in the
+// tenant namespace, reaches Redis and is reached through the shadow; a pod of
+// another namespace is refused; no call is refused by RBAC. Then, with the
+// tenant Role's binding removed, the shadow of a new pod cannot be made and
+// sluice-vk says so in its log, loudly.
+func TestHelmInstallConfined(t *testing.T) {
+	r := installChart(t)
+	e := r.e
+	ctx := context.Background()
+
+	vk := r.vkPod()
+	n, err := e.client.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var internal string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			internal = a.Address
+		}
+	}
+	if internal == "" || internal != vk.Status.PodIP {
+		t.Errorf("node InternalIP %q; want sluice-vk's pod IP %s", internal, vk.Status.PodIP)
+	}
+
+	// a pod to Succeeded, its log from the in-cluster kubelet API
+	e.create(e.pod("hello", "echo hello from slurm on $(hostname)"))
+	e.waitPod("hello", "Succeeded", 120*time.Second, phaseIs(corev1.PodSucceeded))
+	b, err := e.client.CoreV1().Pods(e.ns).GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(b), "hello from slurm on") {
+		t.Fatalf("logs of hello: %q, %v; want its output through %s:10250", b, err, vk.Status.PodIP)
+	}
+	t.Logf("kubectl logs hello (through sluice-vk at %s): %q", vk.Status.PodIP, strings.TrimSpace(string(b)))
+
+	// forward and reverse tunnels, the shadow in the tenant namespace
+	e.runTunnels(e.ns)
+	if _, err := e.client.CoreV1().Namespaces().Get(ctx, e.ns+shadow.ShadowSuffix, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s%s: %v; want none on a confined node", e.ns, shadow.ShadowSuffix, err)
+	}
+
+	// a pod of another namespace is refused
+	foreign := e.pod("foreign", "echo should not run")
+	foreign.Namespace = r.ns
+	if _, err := e.client.CoreV1().Pods(r.ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the foreign pod refused", 60*time.Second, func() bool {
+		p, err := e.client.CoreV1().Pods(r.ns).Get(ctx, "foreign", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodFailed && p.Status.Reason == "SluiceRefused"
+	})
+	_ = e.client.CoreV1().Pods(r.ns).Delete(ctx, "foreign", metav1.DeleteOptions{})
+
+	if lines := forbidden(r.log()); len(lines) > 0 {
+		t.Errorf("with the chart's rights, sluice-vk was refused %d calls:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+
+	// a call outside the rights fails loudly: without the tenant Role the
+	// shadow's Deployment cannot be made
+	rb, err := e.client.RbacV1().RoleBindings(e.ns).Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the tenant RoleBinding: %v", err)
+	}
+	if err := e.client.RbacV1().RoleBindings(e.ns).Delete(ctx, r.name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete the tenant RoleBinding: %v", err)
+	}
+	defer func() {
+		// given back, so that the pods' clean-up can delete what it must
+		rb.ResourceVersion, rb.UID = "", ""
+		if _, err := e.client.RbacV1().RoleBindings(e.ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Errorf("give the tenant RoleBinding back: %v", err)
+		}
+	}()
+	denied := e.pod("denied", "sleep 5")
+	denied.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	e.create(denied)
+	var loud []string
+	e.waitFor("sluice-vk to log the refused call", 60*time.Second, func() bool {
+		loud = nil
+		for _, l := range r.log() {
+			if (l.Level == "WARN" || l.Level == "ERROR") && strings.Contains(l.raw, "forbidden") && strings.Contains(l.raw, e.ns+"/denied") {
+				loud = append(loud, l.raw)
+			}
+		}
+		return len(loud) > 0
+	})
+	t.Logf("sluice-vk without the tenant Role: %s", loud[0])
+}
