@@ -4,6 +4,7 @@
 //
 //	sluice-vk --config sluice.yaml [--kubeconfig FILE] [--log-format text|json] [--log-level info]
 //	          [--internal-ip IP] [--namespace NS] [--relay-binary FILE]
+//	          [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s] …]
 //	sluice-vk --version
 //
 // A configuration that is not valid is printed one problem a line on
@@ -12,6 +13,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/version"
@@ -36,6 +40,12 @@ func main() {
 	namespace := flag.String("namespace", os.Getenv("POD_NAMESPACE"), "the virtual kubelet's namespace, holding the credentials shadows copy; if empty, default")
 	printVersion := flag.Bool("version", false, "print the version and exit")
 	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site; if empty, sluice-relay beside this executable")
+	var el vk.Election
+	elect := flag.Bool("leader-elect", false, "run the node only while holding the Lease sluice-vk-<NodeName>: replicas take over from each other")
+	flag.StringVar(&el.Namespace, "leader-elect-namespace", os.Getenv("POD_NAMESPACE"), "the Lease's namespace (required with --leader-elect)")
+	flag.DurationVar(&el.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal")
+	flag.DurationVar(&el.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops")
+	flag.DurationVar(&el.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try the Lease")
 	flag.Parse()
 	if *printVersion {
 		fmt.Println(versionString())
@@ -56,6 +66,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sluice-vk: --config is required")
 		os.Exit(2)
 	}
+	if *elect && el.Namespace == "" {
+		fmt.Fprintln(os.Stderr, "sluice-vk: --leader-elect needs --leader-elect-namespace (or POD_NAMESPACE)")
+		os.Exit(2)
+	}
 	cfg, err := config.Load(*configFile, overrideInternalIP(*internalIP))
 	if err != nil {
 		printProblems(os.Stderr, err)
@@ -67,10 +81,30 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := vk.Options{Kubeconfig: *kubeconfig, Logger: log, Namespace: *namespace, RelayBinary: *relayBinary}
-	if err := vk.Run(ctx, cfg, opts); err != nil {
+	run := vk.Run
+	if *elect {
+		el.Identity = identity()
+		run = func(ctx context.Context, cfg *config.Config, opts vk.Options) error {
+			return vk.RunElected(ctx, cfg, opts, el)
+		}
+	}
+	if err := run(ctx, cfg, opts); err != nil {
 		log.Error("sluice-vk: exiting", "error", err)
 		os.Exit(1)
 	}
+}
+
+// identity names this process in the Lease: its pod's name (POD_NAME, else
+// the host name) and a random suffix, so that a container restarted in the
+// same pod is a new candidate, not the leader it replaces.
+func identity() string {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return name + "_" + hex.EncodeToString(b)
 }
 
 // overrideInternalIP sets Node.InternalIP to ip, unless ip is empty.

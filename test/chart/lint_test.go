@@ -13,7 +13,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from helm templ
 
 // cases are the values files of testdata/values, each rendered to
 // testdata/golden/NAME.yaml.
-var cases = []string{"default", "tenant"}
+var cases = []string{"default", "tenant", "ha"}
 
 func TestLint(t *testing.T) {
 	for _, name := range cases {

@@ -179,3 +179,34 @@ func TestClusterRBAC(t *testing.T) {
 		t.Errorf("Secrets %v; want one holding ssh-privatekey", r.secrets)
 	}
 }
+
+// TestLeaderElection: with leaderElection, the replicas elect a leader on the
+// Lease sluice-vk-<NodeName> in the release's namespace, with the rights on
+// that Lease only.
+func TestLeaderElection(t *testing.T) {
+	r := render(t, "ha")
+	d := r.deployments[0]
+	if *d.Spec.Replicas != 2 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("replicas %d, strategy %s; want 2, RollingUpdate", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--leader-elect", "--leader-elect-namespace=sluice-system", "--leader-elect-lease-duration=8s"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+	var lease *rbacv1.Role
+	for _, role := range r.roles {
+		if role.Namespace == "sluice-system" {
+			lease = role
+		}
+	}
+	if lease == nil {
+		t.Fatal("no Role in the release's namespace")
+	}
+	for _, rule := range lease.Rules {
+		if !slices.Equal(rule.Resources, []string{"leases"}) || (len(rule.ResourceNames) > 0 && !slices.Equal(rule.ResourceNames, []string{"sluice-vk-hpc-a"})) {
+			t.Errorf("leader Role rule %+v; want the Lease sluice-vk-hpc-a only", rule)
+		}
+	}
+}

@@ -16,7 +16,9 @@ func TestWrongValuesRefused(t *testing.T) {
 	}{
 		{"port is a string", []string{"--set-string", "config.Network.SSH.Port=twenty-two"}, "/config/Network/SSH/Port"},
 		{"unknown config key", []string{"--set", "config.Network.SSH.Bogus=1"}, "Bogus"},
-		{"unknown top key", []string{"--set", "replicas=2"}, "replicas"},
+		{"unknown top key", []string{"--set", "replica=2"}, "replica"},
+		{"replicas not a number", []string{"--set-string", "replicas=two"}, "/replicas"},
+		{"lease duration not a duration", []string{"--set", "leaderElection.leaseDuration=15"}, "/leaderElection/leaseDuration"},
 		{"runtime not known", []string{"--set", "config.Site.ContainerRuntime=docker"}, "/config/Site/ContainerRuntime"},
 		{"log format", []string{"--set", "log.format=xml"}, "/log/format"},
 		{"tunnel flag not a bool", []string{"--set-string", "config.Network.EnableTunnel=yes"}, "/config/Network/EnableTunnel"},
@@ -48,5 +50,14 @@ func TestRequiredValues(t *testing.T) {
 	_, err = template(t, "-f", values("default"), "--set", "credentials.knownHosts=")
 	if err == nil || !strings.Contains(err.Error(), "credentials.knownHosts") {
 		t.Errorf("no known hosts: got %v; want an error naming credentials.knownHosts", err)
+	}
+}
+
+// TestReplicasNeedLeaderElection: two replicas without leader election would
+// both run the node; the chart refuses them.
+func TestReplicasNeedLeaderElection(t *testing.T) {
+	_, err := template(t, "-f", values("default"), "--set", "replicas=2")
+	if err == nil || !strings.Contains(err.Error(), "leaderElection.enabled") {
+		t.Errorf("got %v; want a refusal naming leaderElection.enabled", err)
 	}
 }

@@ -53,10 +53,10 @@ func helmBinary(t *testing.T) string {
 // installChart imports the sluice-vk and sluice-tunnel images of the tests'
 // version into the rig node's containerd and installs charts/sluice into a
 // namespace of its own, for a node confined to the tenant namespace e.ns
-// with forward and reverse tunnels. Cleanup deletes the tenant's pods while
-// sluice-vk runs, uninstalls the release, and deletes the node and both
-// namespaces.
-func installChart(t *testing.T) *release {
+// with forward and reverse tunnels; extra is appended to the values file.
+// Cleanup deletes the tenant's pods while sluice-vk runs, uninstalls the
+// release, and deletes the node and both namespaces.
+func installChart(t *testing.T, extra string) *release {
 	t.Helper()
 	rig, kubeconfig, client := rigCluster(t)
 	if _, ok := lookup("RIG_K8S_CONTAINERD_SOCK"); !ok {
@@ -113,8 +113,8 @@ image:
   tag: %s
 log:
   format: json
-`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"), e.ns,
-		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"), e2eVersion)
+%s`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"), e.ns,
+		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"), e2eVersion, extra)
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
@@ -147,16 +147,26 @@ func (r *release) run(args ...string) (string, error) {
 	return string(out), err
 }
 
-// vkPod is sluice-vk's pod.
-func (r *release) vkPod() *corev1.Pod {
+// vkPods are sluice-vk's pods.
+func (r *release) vkPods() []corev1.Pod {
 	r.e.t.Helper()
 	list, err := r.e.client.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/instance=" + r.name,
 	})
-	if err != nil || len(list.Items) != 1 {
-		r.e.t.Fatalf("sluice-vk's pod: %d pods, %v", len(list.Items), err)
+	if err != nil {
+		r.e.t.Fatalf("sluice-vk's pods: %v", err)
 	}
-	return &list.Items[0]
+	return list.Items
+}
+
+// vkPod is sluice-vk's pod, the one replica.
+func (r *release) vkPod() *corev1.Pod {
+	r.e.t.Helper()
+	pods := r.vkPods()
+	if len(pods) != 1 {
+		r.e.t.Fatalf("sluice-vk's pod: %d pods; want 1", len(pods))
+	}
+	return &pods[0]
 }
 
 // logLine is one line of sluice-vk's JSON log.
@@ -171,7 +181,14 @@ type logLine struct {
 // server, one JSON object a line.
 func (r *release) log() []logLine {
 	r.e.t.Helper()
-	b, err := r.e.client.CoreV1().Pods(r.ns).GetLogs(r.vkPod().Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
+	return r.podLog(r.vkPod().Name, false)
+}
+
+// podLog returns the log of sluice-vk's pod name (of its previous
+// container when previous is set).
+func (r *release) podLog(name string, previous bool) []logLine {
+	r.e.t.Helper()
+	b, err := r.e.client.CoreV1().Pods(r.ns).GetLogs(name, &corev1.PodLogOptions{Previous: previous}).DoRaw(context.Background())
 	if err != nil {
 		r.e.t.Fatalf("sluice-vk's log: %v", err)
 	}
@@ -191,9 +208,11 @@ func (r *release) log() []logLine {
 }
 
 func (r *release) dumpLog() {
-	for _, l := range r.log() {
-		if l.Level != "DEBUG" {
-			r.e.t.Logf("sluice-vk: %s", l.raw)
+	for _, p := range r.vkPods() {
+		for _, l := range r.podLog(p.Name, false) {
+			if l.Level != "DEBUG" {
+				r.e.t.Logf("sluice-vk %s: %s", p.Name, l.raw)
+			}
 		}
 	}
 }
@@ -219,7 +238,7 @@ func forbidden(lines []logLine) []string {
 // tenant Role's binding removed, the shadow of a new pod cannot be made and
 // sluice-vk says so in its log, loudly.
 func TestHelmInstallConfined(t *testing.T) {
-	r := installChart(t)
+	r := installChart(t, "")
 	e := r.e
 	ctx := context.Background()
 
@@ -299,4 +318,98 @@ func TestHelmInstallConfined(t *testing.T) {
 		return len(loud) > 0
 	})
 	t.Logf("sluice-vk without the tenant Role: %s", loud[0])
+}
+
+// TestHelmLeaderTakeover: two replicas of sluice-vk with leader election
+// (lease 8s, renew 5s, retry 1s); the leader's container is killed
+// (SIGKILL, so the Lease is not released) while a pod's job runs. The other
+// replica takes the Lease and runs the node: the running pod keeps its job
+// (the same ID, adopted), a pod created during the handover runs once, and
+// both end Succeeded. The takeover times are logged.
+func TestHelmLeaderTakeover(t *testing.T) {
+	r := installChart(t, `replicas: 2
+leaderElection:
+  enabled: true
+  leaseDuration: 8s
+  renewDeadline: 5s
+  retryPeriod: 1s
+`)
+	e := r.e
+	ctx := context.Background()
+	lease := "sluice-vk-" + e.node
+	holder := func() string {
+		l, err := e.client.CoordinationV1().Leases(r.ns).Get(ctx, lease, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	e.waitFor("two replicas running", 60*time.Second, func() bool {
+		n := 0
+		for _, p := range r.vkPods() {
+			if p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		return n == 2
+	})
+	leader := holder()
+	var container string
+	for _, p := range r.vkPods() {
+		if strings.HasPrefix(leader, p.Name+"_") && len(p.Status.ContainerStatuses) == 1 {
+			container = strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+		}
+	}
+	if container == "" {
+		t.Fatalf("the leader %q is none of sluice-vk's running pods", leader)
+	}
+
+	e.create(e.pod("long", "echo started; sleep 40; echo finished"))
+	job := jobID(e.waitPod("long", "Running", 90*time.Second, phaseIs(corev1.PodRunning)))
+
+	start := time.Now()
+	kill := exec.Command("ctr", "--address", e.rig.Get(t, "RIG_K8S_CONTAINERD_SOCK"), "--namespace", "k8s.io",
+		"tasks", "kill", "--signal", "SIGKILL", container)
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("kill the leader's container: %v\n%s", err, out)
+	}
+	e.create(e.pod("during", "echo during the handover"))
+	e.waitFor("a new leader", 60*time.Second, func() bool {
+		h := holder()
+		return h != "" && h != leader
+	})
+	leased := time.Since(start)
+	e.waitPod("during", "Succeeded", 120*time.Second, phaseIs(corev1.PodSucceeded))
+	reconciled := time.Since(start)
+	done := e.waitPod("long", "Succeeded", 120*time.Second, phaseIs(corev1.PodSucceeded))
+	t.Logf("leader %s killed: Lease taken by %s after %s; the pod created meanwhile Succeeded after %s",
+		leader, holder(), leased.Round(100*time.Millisecond), reconciled.Round(100*time.Millisecond))
+
+	if got := jobID(done); got != job {
+		t.Errorf("pod long: job %s after the takeover; want %s, the job it had", got, job)
+	}
+	for _, name := range []string{"long", "during"} {
+		p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, submitted := map[string]bool{}, 0
+		for _, ev := range e.events(p) {
+			reason, msg, _ := strings.Cut(ev, ": ")
+			if reason == "Submitted" || reason == "Adopted" {
+				f := strings.Fields(msg)
+				jobs[f[len(f)-1]] = true
+			}
+			if reason == "Submitted" {
+				submitted++
+			}
+		}
+		if len(jobs) != 1 || submitted != 1 {
+			t.Errorf("pod %s: jobs %v, submitted %d times; want one job, submitted once (events %q)", name, jobs, submitted, e.events(p))
+		}
+	}
+	b, err := e.client.CoreV1().Pods(e.ns).GetLogs("long", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || strings.Count(string(b), "finished") != 1 {
+		t.Errorf("logs of long: %q, %v; want one run to its end", b, err)
+	}
 }
