@@ -53,10 +53,11 @@ func helmBinary(t *testing.T) string {
 // installChart imports the sluice-vk and sluice-tunnel images of the tests'
 // version into the rig node's containerd and installs charts/sluice into a
 // namespace of its own, for a node confined to the tenant namespace e.ns
-// with forward and reverse tunnels; extra is appended to the values file.
+// with forward and reverse tunnels (not confined when confined is false:
+// shadows in <namespace>-shadow); extra is appended to the values file.
 // Cleanup deletes the tenant's pods while sluice-vk runs, uninstalls the
 // release, and deletes the node and both namespaces.
-func installChart(t *testing.T, extra string) *release {
+func installChart(t *testing.T, confined bool, extra string) *release {
 	t.Helper()
 	rig, kubeconfig, client := rigCluster(t)
 	if _, ok := lookup("RIG_K8S_CONTAINERD_SOCK"); !ok {
@@ -87,7 +88,7 @@ func installChart(t *testing.T, extra string) *release {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}
 		_ = client.CoreV1().Nodes().Delete(ctx, e.node, metav1.DeleteOptions{})
-		for _, ns := range []string{r.ns, e.ns} {
+		for _, ns := range []string{r.ns, e.ns, e.ns + shadow.ShadowSuffix} {
 			_ = client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		}
 	})
@@ -102,7 +103,6 @@ func installChart(t *testing.T, extra string) *release {
     PollInterval: 1s
   Network:
     EnableTunnel: true
-    TenantNamespace: %s
     SSH:
       LoginHost: %s
       Port: %s
@@ -113,17 +113,22 @@ image:
   tag: %s
 log:
   format: json
-%s`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"), e.ns,
+%s`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"),
 		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"), e2eVersion, extra)
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	tenant := e.ns
+	if !confined {
+		tenant = ""
+	}
 	out, err := r.run("install", r.name, filepath.Join(repoRoot(), "charts", "sluice"), "--namespace", r.ns, "-f", file,
 		"--set-file", "credentials.privateKey="+rig.Get(t, "RIG_KEY"),
 		"--set-file", "credentials.knownHosts="+rig.Get(t, "RIG_KNOWN_HOSTS"),
-		"--set-file", "credentials.nodeKnownHosts="+rig.Get(t, "RIG_NODE_KNOWN_HOSTS"))
+		"--set-file", "credentials.nodeKnownHosts="+rig.Get(t, "RIG_NODE_KNOWN_HOSTS"),
+		"--set-string", "config.Network.TenantNamespace="+tenant)
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
@@ -238,7 +243,7 @@ func forbidden(lines []logLine) []string {
 // tenant Role's binding removed, the shadow of a new pod cannot be made and
 // sluice-vk says so in its log, loudly.
 func TestHelmInstallConfined(t *testing.T) {
-	r := installChart(t, "")
+	r := installChart(t, true, "")
 	e := r.e
 	ctx := context.Background()
 
@@ -327,7 +332,7 @@ func TestHelmInstallConfined(t *testing.T) {
 // (the same ID, adopted), a pod created during the handover runs once, and
 // both end Succeeded. The takeover times are logged.
 func TestHelmLeaderTakeover(t *testing.T) {
-	r := installChart(t, `replicas: 2
+	r := installChart(t, true, `replicas: 2
 leaderElection:
   enabled: true
   leaseDuration: 8s
@@ -411,5 +416,24 @@ leaderElection:
 	b, err := e.client.CoreV1().Pods(e.ns).GetLogs("long", &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil || strings.Count(string(b), "finished") != 1 {
 		t.Errorf("logs of long: %q, %v; want one run to its end", b, err)
+	}
+}
+
+// TestHelmInstallCluster: the chart for a node that is not confined: with
+// the ClusterRole's rights, sluice-vk makes the shadow namespace, copies the
+// credentials the chart made in its own namespace there, and the pod's
+// forward and reverse tunnels work; no call is refused by RBAC.
+func TestHelmInstallCluster(t *testing.T) {
+	r := installChart(t, false, "")
+	e := r.e
+	e.runTunnels(e.ns + shadow.ShadowSuffix)
+	ctx := context.Background()
+	for _, name := range []string{r.name + "-ssh"} {
+		if _, err := e.client.CoreV1().Secrets(e.ns+shadow.ShadowSuffix).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("credential %s copied into the shadow namespace: %v", name, err)
+		}
+	}
+	if lines := forbidden(r.log()); len(lines) > 0 {
+		t.Errorf("with the chart's rights, sluice-vk was refused %d calls:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }
