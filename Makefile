@@ -9,12 +9,12 @@ SCRIPTS := $(shell find hack -name '*.sh')
 IMAGES  ?= bin/images
 VERSION ?=
 
-.PHONY: test unit rig-test e2e vet lint fuzz images rig-up rig-down rig-status demo demo-slurm
+.PHONY: test unit rig-test e2e vet lint fuzz images helm rig-up rig-down rig-status demo demo-slurm
 
 ## test: bring the rig up, then vet, lint, and every test: the unit tests and
 ## the tests against the rig, in one run with the race detector on, then the
 ## end-to-end tests of sluice-vk against the rig's API server and Slurm.
-test: rig-up vet lint
+test: rig-up vet lint helm
 	$(GO) test -race -tags rig -count=1 -p 1 -timeout 30m $(PKGS)
 	$(GO) test -tags e2e -count=1 -timeout 30m ./test/e2e/
 
@@ -23,7 +23,7 @@ e2e:
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/
 
 ## unit: the tests that need no rig (race detector on).
-unit:
+unit: helm
 	$(GO) test -race -count=1 $(PKGS)
 
 ## rig-test: tests against the rig's real sshd, Slurm and Charliecloud.
@@ -38,6 +38,11 @@ vet:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	shellcheck $(SCRIPTS)
+
+## helm: the helm the chart's tests (test/chart) and the e2e tests use, built
+## once from its Go module (hack/tools/helm) into /var/cache/sluice.
+helm:
+	hack/tools/build.sh helm >/dev/null
 
 ## fuzz: a short run of every fuzz target (the seed corpora run in `unit`).
 fuzz:

@@ -2,32 +2,50 @@
 // pods bound to it as Slurm jobs on a site reached over SSH, and serves
 // their logs to the API server.
 //
-//	sluice-vk --config sluice.yaml [--kubeconfig FILE] [--log-level info]
+//	sluice-vk --config sluice.yaml [--kubeconfig FILE] [--log-format text|json] [--log-level info]
+//	          [--internal-ip IP] [--namespace NS] [--relay-binary FILE]
+//	          [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s] …]
 //	sluice-vk --version
+//
+// A configuration that is not valid is printed one problem a line on
+// stderr, and sluice-vk exits with status 2, as for a wrong flag.
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/version"
 	"github.com/sluice-hpc/sluice/internal/vk"
+	"github.com/sluice-hpc/sluice/internal/vkslog"
 )
 
 func main() {
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
+	format := flag.String("log-format", vkslog.FormatText, "log format: text or json (client-go's and virtual-kubelet's lines too)")
+	internalIP := flag.String("internal-ip", "", "the node's address, overriding Node.InternalIP (in a pod: its IP, from the downward API)")
 	namespace := flag.String("namespace", os.Getenv("POD_NAMESPACE"), "the virtual kubelet's namespace, holding the credentials shadows copy; if empty, default")
 	printVersion := flag.Bool("version", false, "print the version and exit")
 	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site; if empty, sluice-relay beside this executable")
+	var el vk.Election
+	elect := flag.Bool("leader-elect", false, "run the node only while holding the Lease sluice-vk-<NodeName>: replicas take over from each other")
+	flag.StringVar(&el.Namespace, "leader-elect-namespace", os.Getenv("POD_NAMESPACE"), "the Lease's namespace (required with --leader-elect)")
+	flag.DurationVar(&el.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal")
+	flag.DurationVar(&el.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops")
+	flag.DurationVar(&el.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try the Lease")
 	flag.Parse()
 	if *printVersion {
 		fmt.Println(versionString())
@@ -39,26 +57,71 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sluice-vk: --log-level:", err)
 		os.Exit(2)
 	}
+	log, err := vkslog.NewLogger(os.Stderr, *format, lvl)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-vk: --log-format:", err)
+		os.Exit(2)
+	}
 	if *configFile == "" {
 		fmt.Fprintln(os.Stderr, "sluice-vk: --config is required")
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if *elect && el.Namespace == "" {
+		fmt.Fprintln(os.Stderr, "sluice-vk: --leader-elect needs --leader-elect-namespace (or POD_NAMESPACE)")
+		os.Exit(2)
+	}
+	cfg, err := config.Load(*configFile, overrideInternalIP(*internalIP))
+	if err != nil {
+		printProblems(os.Stderr, err)
+		os.Exit(2)
+	}
+	vkslog.RouteKlog(log)
+	log.Info("sluice-vk: starting", "version", version.String(), "node", cfg.NodeName, "internal_ip", cfg.Node.InternalIP)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *configFile, vk.Options{Kubeconfig: *kubeconfig, Logger: log, Namespace: *namespace, RelayBinary: *relayBinary}); err != nil {
+	opts := vk.Options{Kubeconfig: *kubeconfig, Logger: log, Namespace: *namespace, RelayBinary: *relayBinary}
+	run := vk.Run
+	if *elect {
+		el.Identity = identity()
+		run = func(ctx context.Context, cfg *config.Config, opts vk.Options) error {
+			return vk.RunElected(ctx, cfg, opts, el)
+		}
+	}
+	if err := run(ctx, cfg, opts); err != nil {
 		log.Error("sluice-vk: exiting", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, configFile string, opts vk.Options) error {
-	cfg, err := config.Load(configFile)
-	if err != nil {
-		return err
+// identity names this process in the Lease: its pod's name (POD_NAME, else
+// the host name) and a random suffix, so that a container restarted in the
+// same pod is a new candidate, not the leader it replaces.
+func identity() string {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		name, _ = os.Hostname()
 	}
-	return vk.Run(ctx, cfg, opts)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return name + "_" + hex.EncodeToString(b)
+}
+
+// overrideInternalIP sets Node.InternalIP to ip, unless ip is empty.
+func overrideInternalIP(ip string) func(*config.Config) {
+	return func(c *config.Config) {
+		if ip != "" {
+			c.Node.InternalIP = ip
+		}
+	}
+}
+
+// printProblems writes a configuration error to w, one problem a line:
+// "sluice-vk: config FILE: KEY: what is wrong".
+func printProblems(w io.Writer, err error) {
+	for _, p := range config.Problems(err) {
+		fmt.Fprintln(w, "sluice-vk:", p)
+	}
 }
 
 // versionString returns "sluice-vk VERSION (GOVERSION GOOS/GOARCH)", as

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# build.sh: builds the rig's Kubernetes control plane, etcd, kubectl and
-# CoreDNS from their Go modules (hack/tools/kube, hack/tools/etcd, …) into a
+# build.sh: builds the rig's Kubernetes control plane, etcd, kubectl,
+# CoreDNS and helm from their Go modules (hack/tools/kube, hack/tools/etcd, …) into a
 # cache directory keyed by version, once. A binary already there that runs and reports its version is
 # kept, so only the first build on a machine pays (kube: 12+ minutes cold on
 # 2 cores).
 #
-#   build.sh [kube|etcd|kubectl|coredns]...  build what is missing (default: kube, etcd); prints
+#   build.sh [kube|etcd|kubectl|coredns|helm]...  build what is missing (default: kube, etcd); prints
 #                             each binary's path on stdout, progress on stderr
 #   build.sh path TOOL        prints the binary's path without building
 #
@@ -24,7 +24,7 @@ die() {
 }
 
 usage() {
-	printf 'usage: build.sh [kube|etcd|kubectl|coredns]... | build.sh path kube|etcd|kubectl|coredns\n' >&2
+	printf 'usage: build.sh [kube|etcd|kubectl|coredns|helm]... | build.sh path kube|etcd|kubectl|coredns|helm\n' >&2
 	exit 2
 }
 
@@ -35,6 +35,7 @@ module_of() {
 	etcd) printf go.etcd.io/etcd/server/v3 ;;
 	kubectl) printf k8s.io/kubectl ;;
 	coredns) printf github.com/coredns/coredns ;;
+	helm) printf helm.sh/helm/v4 ;;
 	*) usage ;;
 	esac
 }
@@ -62,6 +63,7 @@ reported_version() {
 	etcd) "$2" --version 2>/dev/null | awk '/^etcd Version:/ {print "v" $3}' ;;
 	kubectl) "$2" version --client 2>/dev/null | awk '/^Client Version:/ {print $3}' ;;
 	coredns) "$2" -version 2>/dev/null | awk -F- 'NR == 1 && $1 == "CoreDNS" {print "v" $2}' ;;
+	helm) "$2" version --template '{{.Version}}' 2>/dev/null ;;
 	esac
 }
 
@@ -94,8 +96,9 @@ tool_ok() {
 	fi
 }
 
-# ldflags_of TOOL: -s -w for size; kube also gets its version stamped in
-# (upstream's build scripts do the same), else it reports v0.0.0-master.
+# ldflags_of TOOL: -s -w for size; kube and helm also get their version
+# stamped in (upstream's builds do the same), else they report
+# v0.0.0-master and v4.3.
 ldflags_of() {
 	local flags="-s -w" version major minor pkg=k8s.io/component-base/version
 	if [[ "$1" == kube || "$1" == kubectl ]]; then
@@ -106,6 +109,10 @@ ldflags_of() {
 		minor="${minor%%.*}"
 		flags+=" -X ${pkg}.gitVersion=${version} -X ${pkg}.gitMajor=${major}"
 		flags+=" -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
+	fi
+	if [[ "$1" == helm ]]; then
+		# helm's own Makefile stamps it so; unstamped it reports v4.3
+		flags+=" -X helm.sh/helm/v4/internal/version.version=$(release_of helm)"
 	fi
 	printf '%s' "${flags}"
 }

@@ -114,21 +114,23 @@ type Reverse struct {
 }
 
 // Load reads the configuration file at path, fills defaults and validates it.
-func Load(path string) (*Config, error) {
+// Each of set, if any, changes the file's values before the defaults are
+// filled (a command-line flag that overrides a key).
+func Load(path string, set ...func(*Config)) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	c, err := Parse(data)
+	c, err := Parse(data, set...)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Parse decodes YAML, refusing unknown keys, then fills defaults and
-// validates the result.
-func Parse(data []byte) (*Config, error) {
+// Parse decodes YAML, refusing unknown keys, applies set, then fills
+// defaults and validates the result.
+func Parse(data []byte, set ...func(*Config)) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Config
@@ -141,6 +143,9 @@ func Parse(data []byte) (*Config, error) {
 	var extra any
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errors.New("decode: more than one YAML document")
+	}
+	for _, f := range set {
+		f(&c)
 	}
 	c.Default()
 	if err := c.Validate(); err != nil {

@@ -55,7 +55,7 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 	case errors.As(err, &aref):
 		return nil, &refusal{reason: string(aref.Reason), field: "metadata.annotations[" + aref.Annotation + "]", rule: ruleOf(aref)}, nil
 	case err != nil:
-		return nil, nil, &waitError{reason: reasonShadowError, err: fmt.Errorf("shadow: %w", err)}
+		return nil, nil, &waitError{reason: reasonShadowError, err: err} // the shadow package names itself
 	}
 	p.mu.Lock()
 	first := !st.shadow

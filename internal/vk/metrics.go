@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/version"
 )
 
 // metricsServer serves the virtual kubelet's Prometheus metrics over plain
@@ -28,7 +30,7 @@ type metricsServer struct {
 // the node register on, with the Go runtime and process collectors.
 func newMetricsServer(addr string, log *slog.Logger) (*metricsServer, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen: %w", err)
@@ -37,6 +39,21 @@ func newMetricsServer(addr string, log *slog.Logger) (*metricsServer, error) {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return &metricsServer{reg: reg, ln: ln, log: log,
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+// buildInfo is the gauge sluice_vk_build_info, 1, labelled with the
+// version --version prints and the Go version it was built with.
+func buildInfo() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sluice_vk_build_info",
+		Help: "Always 1; the labels say which sluice-vk runs.",
+		ConstLabels: prometheus.Labels{
+			"version":    version.String(),
+			"go_version": runtime.Version(),
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 // registerNode adds the site reachability gauge of status.

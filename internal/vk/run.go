@@ -130,9 +130,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 
 	podInformers := informers.NewSharedInformerFactoryWithOptions(client, informerResync, nodeutil.PodInformerFilter(cfg.NodeName))
 	// The pod controller needs these informers, but with downward-API
-	// resolution left to the provider it never reads them: they are not
-	// started, so the node needs no cluster-wide rights on Secrets.
-	others := informers.NewSharedInformerFactory(client, informerResync)
+	// resolution left to the provider it never reads them: they are never
+	// started, so the node needs no cluster-wide rights on Secrets; on a
+	// confined node they would list its tenant namespace only.
+	others := informers.NewSharedInformerFactoryWithOptions(client, informerResync, informers.WithNamespace(cfg.Network.TenantNamespace))
 	podInformer := podInformers.Core().V1().Pods()
 
 	var ms *metricsServer

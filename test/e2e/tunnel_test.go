@@ -131,41 +131,12 @@ func (e *env) credentials(nodeKnownHosts string) {
 	})
 }
 
-// tunnelImageOnce builds the sluice-tunnel image of the tests' version
-// (the one sluice-vk's default names) with hack/tools/images, as `make
-// images` does, and imports it into the rig node's containerd, once per
-// test binary: the shadows run from it.
-var (
-	tunnelImageOnce sync.Once
-	tunnelImageErr  error
-)
-
+// importTunnelImage imports the sluice-tunnel image of the tests' version
+// (the one sluice-vk's default names) into the rig node's containerd: the
+// shadows run from it.
 func (e *env) importTunnelImage() {
 	e.t.Helper()
-	sock := e.rig.Get(e.t, "RIG_K8S_CONTAINERD_SOCK")
-	tunnelImageOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir, err := os.MkdirTemp("", "sluice-e2e-images-")
-		if err != nil {
-			tunnelImageErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		build := exec.Command("go", "run", "./hack/tools/images", "-out", dir, "-images", "sluice-tunnel", "-version", e2eVersion)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			tunnelImageErr = fmt.Errorf("build the tunnel image: %v\n%s", err, out)
-			return
-		}
-		imp := exec.Command("ctr", "--address", sock, "--namespace", "k8s.io", "images", "import", filepath.Join(dir, "sluice-tunnel.tar"))
-		if out, err := imp.CombinedOutput(); err != nil {
-			tunnelImageErr = fmt.Errorf("import the tunnel image: %v\n%s", err, out)
-		}
-	})
-	if tunnelImageErr != nil {
-		e.t.Fatal(tunnelImageErr)
-	}
+	importImage(e.t, e.rig, "sluice-tunnel")
 }
 
 // serviceAddr is host:port of a ClusterIP Service's port: the tests dial it
@@ -185,6 +156,43 @@ func serviceAddr(t *testing.T, svc *corev1.Service, port int) string {
 // through the reverse tunnel.
 func TestShadowForwardAndReverse(t *testing.T) {
 	e := newTunnelEnv(t)
+	shadowNS := e.ns + shadow.ShadowSuffix
+	created, _ := e.runTunnels(shadowNS)
+	e.waitEvent(created, "ShadowCreated")
+
+	ctx := context.Background()
+	name := shadow.Name(created)
+	got, err := e.client.CoreV1().Pods(e.ns).Get(ctx, "tunnels", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a client pod on the cluster's node reaches the job by the offloaded
+	// pod's IP and by the shadow Service's name (CoreDNS)
+	byName := fmt.Sprintf("%s.%s.svc.cluster.local", name, shadowNS)
+	for _, host := range []string{got.Status.PodIP, byName} {
+		out := e.clientPod(host, "8080", "/hosts")
+		if !strings.Contains(out, "redis.default") {
+			t.Errorf("a client pod fetching from %s got %q; want the job's /etc/hosts", host, out)
+		}
+	}
+
+	// deleting the pod deletes its shadow
+	if err := e.client.CoreV1().Pods(e.ns).Delete(ctx, "tunnels", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the shadow deleted with its pod", 90*time.Second, func() bool {
+		_, err := e.client.AppsV1().Deployments(shadowNS).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// runTunnels runs the pod "tunnels", an HTTP server on the node's loopback
+// with a reverse forward to Redis, and waits until its shadow in shadowNS
+// carries both ways: the job reaches Redis by name through the reverse
+// tunnel, and a cluster client reaches the server through the shadow's
+// Service, whose ClusterIP is the pod's IP. The pod runs 45 s more.
+func (e *env) runTunnels(shadowNS string) (*corev1.Pod, *corev1.Service) {
+	e.t.Helper()
 	script := `busybox httpd -f -p 127.0.0.1:8080 -h /etc &
 i=0
 while [ $i -lt 60 ]; do
@@ -203,10 +211,9 @@ sleep 45
 	created := e.create(pod)
 
 	ctx := context.Background()
-	shadowNS := e.ns + shadow.ShadowSuffix
 	name := shadow.Name(created)
 	var svc *corev1.Service
-	e.waitFor("the shadow Service", 60*time.Second, func() bool {
+	e.waitFor("the shadow Service in "+shadowNS, 60*time.Second, func() bool {
 		s, err := e.client.CoreV1().Services(shadowNS).Get(ctx, name, metav1.GetOptions{})
 		svc = s
 		return err == nil && s.Spec.ClusterIP != ""
@@ -214,7 +221,6 @@ sleep 45
 	got := e.waitPod("tunnels", "Running with the shadow's address", 120*time.Second, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP == svc.Spec.ClusterIP
 	})
-	e.waitEvent(got, "ShadowCreated")
 
 	// the job reaches Redis by name through the reverse tunnel
 	e.waitFor("+PONG in the pod's logs", 90*time.Second, func() bool {
@@ -224,33 +230,15 @@ sleep 45
 	})
 
 	// a cluster client reaches the job's server through the shadow
-	addr := serviceAddr(t, svc, 8080)
+	addr := serviceAddr(e.t, svc, 8080)
 	var body string
 	var err error
 	e.waitFor("the job's HTTP server through the shadow", 60*time.Second, func() bool {
 		body, err = httpGet(addr, "/hosts")
 		return err == nil && strings.Contains(body, "redis.default")
 	})
-	t.Logf("GET /hosts through the shadow: %q", firstLine(body))
-
-	// a client pod on the cluster's node reaches it by the offloaded pod's
-	// IP and by the shadow Service's name (CoreDNS)
-	byName := fmt.Sprintf("%s.%s.svc.cluster.local", name, shadowNS)
-	for _, host := range []string{got.Status.PodIP, byName} {
-		out := e.clientPod(host, "8080", "/hosts")
-		if !strings.Contains(out, "redis.default") {
-			t.Errorf("a client pod fetching from %s got %q; want the job's /etc/hosts", host, out)
-		}
-	}
-
-	// deleting the pod deletes its shadow
-	if err := e.client.CoreV1().Pods(e.ns).Delete(ctx, "tunnels", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitFor("the shadow deleted with its pod", 90*time.Second, func() bool {
-		_, err := e.client.AppsV1().Deployments(shadowNS).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	e.t.Logf("GET /hosts through the shadow: %q", firstLine(body))
+	return got, svc
 }
 
 // httpGet sends one HTTP/1.0 GET and returns the whole answer.

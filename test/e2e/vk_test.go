@@ -99,19 +99,7 @@ func newEnv(t *testing.T) *env {
 // starts, and may set e.vkArgs.
 func newEnvWith(t *testing.T, network string, setup func(e *env)) *env {
 	t.Helper()
-	rig := testrig.Load(t)
-	kubeconfig, ok := lookup("RIG_KUBECONFIG")
-	if !ok {
-		testrig.Unavailable(t, "the rig has no Kubernetes control plane (RIG_KUBECONFIG missing from rig.env)")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("kubeconfig: %v", err)
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
+	rig, kubeconfig, client := rigCluster(t)
 	s := suffix()
 	e := &env{t: t, rig: rig, client: client, kubeconfig: kubeconfig,
 		node: "e2e-" + s, ns: "e2e-" + s, image: rig.Get(t, "RIG_IMAGE")}
@@ -172,6 +160,26 @@ Network:
 		return err == nil
 	})
 	return e
+}
+
+// rigCluster returns the rig, its admin kubeconfig and a client of its
+// API server; a rig without a control plane is unavailable.
+func rigCluster(t *testing.T) (*testrig.Rig, string, kubernetes.Interface) {
+	t.Helper()
+	rig := testrig.Load(t)
+	kubeconfig, ok := lookup("RIG_KUBECONFIG")
+	if !ok {
+		testrig.Unavailable(t, "the rig has no Kubernetes control plane (RIG_KUBECONFIG missing from rig.env)")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return rig, kubeconfig, client
 }
 
 // lookup reads a key of rig.env that an older rig may not have.

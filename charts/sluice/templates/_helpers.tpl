@@ -1,0 +1,83 @@
+{{/* The release's full name: the release name, with "-sluice" unless it holds it. */}}
+{{- define "sluice.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sluice.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "sluice.labels" -}}
+{{ include "sluice.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "sluice.tag" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "sluice.tag" -}}
+{{- default .Chart.AppVersion .Values.image.tag -}}
+{{- end -}}
+
+{{- define "sluice.serviceAccount" -}}
+{{- default (include "sluice.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The tenant namespace, or "" when the node is not confined. */}}
+{{- define "sluice.tenant" -}}
+{{- .Values.config.Network.TenantNamespace | default "" -}}
+{{- end -}}
+
+{{/* Where the shadows' credentials live: the tenant namespace on a confined
+node, else the release's namespace (sluice-vk copies them from there). */}}
+{{- define "sluice.credentialsNamespace" -}}
+{{- include "sluice.tenant" . | default .Release.Namespace -}}
+{{- end -}}
+
+{{- define "sluice.keySecret" -}}
+{{- default (printf "%s-ssh" (include "sluice.fullname" .)) .Values.credentials.existingSecret -}}
+{{- end -}}
+
+{{- define "sluice.loginHostKeys" -}}
+{{- printf "%s-login-hosts" (include "sluice.fullname" .) -}}
+{{- end -}}
+
+{{- define "sluice.nodeHostKeys" -}}
+{{- printf "%s-node-hosts" (include "sluice.fullname" .) -}}
+{{- end -}}
+
+{{/* The tunnels need the shadows' credentials. */}}
+{{- define "sluice.tunnel" -}}
+{{- if and .Values.config.Network.EnableTunnel (ne (.Values.config.Network.ShadowMode | default "ssh") "none") -}}true{{- end -}}
+{{- end -}}
+
+{{/* The configuration file: config with what the chart fills in. */}}
+{{- define "sluice.config" -}}
+{{- $c := deepCopy .Values.config -}}
+{{- $net := $c.Network | default dict -}}
+{{- $ssh := $net.SSH | default dict -}}
+{{- $node := $c.Node | default dict -}}
+{{- $_ := set $ssh "KeyFile" ($ssh.KeyFile | default "/etc/sluice/ssh/ssh-privatekey") -}}
+{{- $_ := set $ssh "KnownHostsFile" ($ssh.KnownHostsFile | default "/etc/sluice/known_hosts/known_hosts") -}}
+{{- if include "sluice.tunnel" . -}}
+{{- $_ := set $ssh "KeySecret" ($ssh.KeySecret | default (include "sluice.keySecret" .)) -}}
+{{- $_ := set $ssh "LoginHostKeys" ($ssh.LoginHostKeys | default (include "sluice.loginHostKeys" .)) -}}
+{{- if .Values.credentials.nodeKnownHosts -}}
+{{- $_ := set $ssh "NodeHostKeys" ($ssh.NodeHostKeys | default (include "sluice.nodeHostKeys" .)) -}}
+{{- end -}}
+{{- end -}}
+{{- if $net.TenantNamespace -}}
+{{- $_ := set $net "RefuseForeignPods" true -}}
+{{- end -}}
+{{- if and .Values.metrics.enabled (not $node.MetricsListen) -}}
+{{- $_ := set $node "MetricsListen" (printf ":%d" (int .Values.metrics.port)) -}}
+{{- end -}}
+{{- $_ := set $net "SSH" $ssh -}}
+{{- $_ := set $c "Network" $net -}}
+{{- $_ := set $c "Node" $node -}}
+{{- toYaml $c -}}
+{{- end -}}

@@ -1,0 +1,212 @@
+package chart
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// rendered is what `helm template` made, by kind.
+type rendered struct {
+	deployments  []*appsv1.Deployment
+	configMaps   []*corev1.ConfigMap
+	secrets      []*corev1.Secret
+	clusterRoles []*rbacv1.ClusterRole
+	roles        []*rbacv1.Role
+	other        []string // kinds outside the client-go scheme
+}
+
+func render(t *testing.T, name string, args ...string) rendered {
+	t.Helper()
+	out, err := template(t, append([]string{"-f", values(name)}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rendered
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if runtime.IsNotRegisteredError(err) {
+			var meta struct{ Kind string }
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatalf("decode %q: %v", doc, err)
+			}
+			r.other = append(r.other, meta.Kind)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("decode %q: %v", doc, err)
+		}
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			r.deployments = append(r.deployments, o)
+		case *corev1.ConfigMap:
+			r.configMaps = append(r.configMaps, o)
+		case *corev1.Secret:
+			r.secrets = append(r.secrets, o)
+		case *rbacv1.ClusterRole:
+			r.clusterRoles = append(r.clusterRoles, o)
+		case *rbacv1.Role:
+			r.roles = append(r.roles, o)
+		}
+	}
+	return r
+}
+
+func (r rendered) configMap(t *testing.T, ns, name string) *corev1.ConfigMap {
+	t.Helper()
+	for _, c := range r.configMaps {
+		if c.Namespace == ns && c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no ConfigMap %s/%s", ns, name)
+	return nil
+}
+
+// TestConfigValidatedBySluice: the rendered configuration file is one that
+// sluice-vk accepts, with the pod's IP given by --internal-ip, and the
+// Deployment runs the image of the chart's appVersion.
+func TestConfigValidatedBySluice(t *testing.T) {
+	for _, name := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := render(t, name)
+			data := r.configMap(t, "sluice-system", "sluice-config").Data["config.yaml"]
+			cfg, err := config.Parse([]byte(data), func(c *config.Config) { c.Node.InternalIP = "10.88.0.7" })
+			if err != nil {
+				t.Fatalf("sluice-vk refuses the rendered configuration: %v\n%s", err, data)
+			}
+			if cfg.Node.KubeletAPI.Listen != "10.88.0.7:10250" {
+				t.Errorf("kubelet API listens on %s; want the pod's IP", cfg.Node.KubeletAPI.Listen)
+			}
+			if len(r.deployments) != 1 {
+				t.Fatalf("%d Deployments; want 1", len(r.deployments))
+			}
+			c := r.deployments[0].Spec.Template.Spec.Containers[0]
+			if c.Image != "ghcr.io/sluice-hpc/sluice-vk:v0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+				t.Errorf("image %s (%s); want the appVersion's, IfNotPresent", c.Image, c.ImagePullPolicy)
+			}
+			if !slices.Contains(c.Args, "--internal-ip=$(POD_IP)") {
+				t.Errorf("args %q: no --internal-ip from the pod's IP", c.Args)
+			}
+			if name == "tenant" && (!cfg.Network.RefuseForeignPods || cfg.Network.SSH.KeySecret != "sluice-key") {
+				t.Errorf("tenant: RefuseForeignPods %v, KeySecret %q; want true and the existing Secret", cfg.Network.RefuseForeignPods, cfg.Network.SSH.KeySecret)
+			}
+		})
+	}
+}
+
+// namespaced are the resources a confined node may touch in its tenant
+// namespace only.
+var namespaced = []string{"configmaps", "secrets", "services", "deployments", "serviceaccounts/token", "namespaces", "pods/log"}
+
+// TestTenantRBAC: a confined node's ClusterRole gives no right on
+// ConfigMaps, Secrets, Services, Deployments or namespaces; its Role in the
+// tenant namespace does, and its credentials are made there.
+func TestTenantRBAC(t *testing.T) {
+	r := render(t, "tenant")
+	if len(r.clusterRoles) != 1 {
+		t.Fatalf("%d ClusterRoles; want 1", len(r.clusterRoles))
+	}
+	for _, rule := range r.clusterRoles[0].Rules {
+		for _, res := range rule.Resources {
+			if slices.Contains(namespaced, res) {
+				t.Errorf("ClusterRole grants %v on %s", rule.Verbs, res)
+			}
+		}
+	}
+	var tenant *rbacv1.Role
+	for _, role := range r.roles {
+		switch role.Namespace {
+		case "team-a":
+			tenant = role
+		case "kube-node-lease":
+		default:
+			t.Errorf("Role in namespace %s", role.Namespace)
+		}
+	}
+	if tenant == nil {
+		t.Fatal("no Role in the tenant namespace team-a")
+	}
+	var granted []string
+	for _, rule := range tenant.Rules {
+		granted = append(granted, rule.Resources...)
+	}
+	for _, res := range []string{"configmaps", "secrets", "services", "deployments"} {
+		if !slices.Contains(granted, res) {
+			t.Errorf("tenant Role lacks %s (has %v)", res, granted)
+		}
+	}
+	r.configMap(t, "team-a", "sluice-login-hosts")
+	r.configMap(t, "team-a", "sluice-node-hosts")
+	if len(r.secrets) != 0 {
+		t.Errorf("%d Secrets made; want none with credentials.existingSecret", len(r.secrets))
+	}
+	if !slices.Contains(r.other, "ServiceMonitor") {
+		t.Errorf("no ServiceMonitor (other kinds: %v)", r.other)
+	}
+}
+
+// TestClusterRBAC: a node that is not confined gets the shadows' rights
+// cluster-wide, and its key is made into a Secret.
+func TestClusterRBAC(t *testing.T) {
+	r := render(t, "default")
+	var granted []string
+	for _, rule := range r.clusterRoles[0].Rules {
+		granted = append(granted, rule.Resources...)
+	}
+	for _, res := range []string{"nodes", "nodes/status", "pods", "pods/status", "tokenreviews", "subjectaccessreviews", "secrets", "configmaps"} {
+		if !slices.Contains(granted, res) {
+			t.Errorf("ClusterRole lacks %s", res)
+		}
+	}
+	for _, role := range r.roles {
+		if role.Namespace != "kube-node-lease" {
+			t.Errorf("Role in namespace %s; want only kube-node-lease's", role.Namespace)
+		}
+	}
+	if len(r.secrets) != 1 || len(r.secrets[0].Data["ssh-privatekey"]) == 0 {
+		t.Errorf("Secrets %v; want one holding ssh-privatekey", r.secrets)
+	}
+}
+
+// TestLeaderElection: with leaderElection, the replicas elect a leader on the
+// Lease sluice-vk-<NodeName> in the release's namespace, with the rights on
+// that Lease only.
+func TestLeaderElection(t *testing.T) {
+	r := render(t, "ha")
+	d := r.deployments[0]
+	if *d.Spec.Replicas != 2 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("replicas %d, strategy %s; want 2, RollingUpdate", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--leader-elect", "--leader-elect-namespace=sluice-system", "--leader-elect-lease-duration=8s"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+	var lease *rbacv1.Role
+	for _, role := range r.roles {
+		if role.Namespace == "sluice-system" {
+			lease = role
+		}
+	}
+	if lease == nil {
+		t.Fatal("no Role in the release's namespace")
+	}
+	for _, rule := range lease.Rules {
+		if !slices.Equal(rule.Resources, []string{"leases"}) || (len(rule.ResourceNames) > 0 && !slices.Equal(rule.ResourceNames, []string{"sluice-vk-hpc-a"})) {
+			t.Errorf("leader Role rule %+v; want the Lease sluice-vk-hpc-a only", rule)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package chart
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWrongValuesRefused: values.schema.json refuses a wrong type, an
+// unknown key and a value outside its set at `helm template` (as at
+// `helm install`), naming the key.
+func TestWrongValuesRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		set  []string
+		want string // the key, as helm names it
+	}{
+		{"port is a string", []string{"--set-string", "config.Network.SSH.Port=twenty-two"}, "/config/Network/SSH/Port"},
+		{"unknown config key", []string{"--set", "config.Network.SSH.Bogus=1"}, "Bogus"},
+		{"unknown top key", []string{"--set", "replica=2"}, "replica"},
+		{"replicas not a number", []string{"--set-string", "replicas=two"}, "/replicas"},
+		{"lease duration not a duration", []string{"--set", "leaderElection.leaseDuration=15"}, "/leaderElection/leaseDuration"},
+		{"runtime not known", []string{"--set", "config.Site.ContainerRuntime=docker"}, "/config/Site/ContainerRuntime"},
+		{"log format", []string{"--set", "log.format=xml"}, "/log/format"},
+		{"tunnel flag not a bool", []string{"--set-string", "config.Network.EnableTunnel=yes"}, "/config/Network/EnableTunnel"},
+		{"tenant namespace not a label", []string{"--set", "config.Network.TenantNamespace=Team_A"}, "/config/Network/TenantNamespace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := template(t, append([]string{"-f", values("default")}, tt.set...)...)
+			if err == nil {
+				t.Fatalf("helm template accepted %v:\n%.400s", tt.set, out)
+			}
+			if !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v; want a schema error naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRequiredValues: the chart names what a site must give.
+func TestRequiredValues(t *testing.T) {
+	_, err := template(t)
+	if err == nil {
+		t.Fatal("helm template with no site accepted")
+	}
+	for _, key := range []string{"DataRoot", "LoginHost", "User"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("got %v; want it to name %s", err, key)
+		}
+	}
+	_, err = template(t, "-f", values("default"), "--set", "credentials.knownHosts=")
+	if err == nil || !strings.Contains(err.Error(), "credentials.knownHosts") {
+		t.Errorf("no known hosts: got %v; want an error naming credentials.knownHosts", err)
+	}
+}
+
+// TestReplicasNeedLeaderElection: two replicas without leader election would
+// both run the node; the chart refuses them.
+func TestReplicasNeedLeaderElection(t *testing.T) {
+	_, err := template(t, "-f", values("default"), "--set", "replicas=2")
+	if err == nil || !strings.Contains(err.Error(), "leaderElection.enabled") {
+		t.Errorf("got %v; want a refusal naming leaderElection.enabled", err)
+	}
+}
