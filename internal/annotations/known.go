@@ -59,7 +59,7 @@ var known = []Known{
 	{"slurm-job.vk.io/enroot-options", Warned, notYet + "sluice has no enroot runtime; the site's runtime (Site.ContainerRuntime) runs the containers without these options"},
 	{"slurm-job.vk.io/enroot-mounts", Warned, notYet + "sluice has no enroot runtime; only the pod's volumes are bound"},
 	{"slurm-job.vk.io/image-root", Warned, notYet + "images are used as the pod names them (a bare name gets docker:// under Apptainer)"},
-	{"slurm-job.vk.io/flavor", Warned, notYet + "sluice has no flavors; the job's resources come from the pod's requests and limits and from " + Flags},
+	{Flavor, Same, "the site flavor (Site.Flavors) whose sbatch options, CPU and memory defaults the job gets; one the site lacks gives a Warning Event FlavorNotFound, and the flavor is chosen by the pod's GPUs or is the default"},
 	{"slurm-job.vk.io/nfs-mode", Warned, nfsNote},
 	{"slurm-job.vk.io/nfs-mount-options", Warned, nfsNote},
 	{"slurm-job.vk.io/nfs-fusemount-type", Warned, nfsNote},

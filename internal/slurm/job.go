@@ -44,8 +44,16 @@ type Job struct {
 	Containers []Container
 
 	Resources Resources
+	// Flavor is the name of the site flavor the job got, "" for none, and
+	// FlavorFlags its sbatch options: written before Resources, which win
+	// over them, as Flags win over both.
+	Flavor      string
+	FlavorFlags []string
 	// Flags are extra sbatch flags (from AnnotationFlags), each validated.
 	Flags []string
+	// Warnings say what the job was made without (a flavor the site
+	// lacks): the provider gives each as a Warning Event.
+	Warnings []Warning
 	// PreExec runs in the batch script before any container.
 	PreExec string
 	// Reverse is the job's side of a reverse tunnel; nil for none. Its

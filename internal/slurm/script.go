@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"text/template"
 	"time"
 
@@ -29,6 +30,9 @@ type ScriptOptions struct {
 	JobDir string
 	// Runtime runs the containers.
 	Runtime Runtime
+	// Site holds the site's interpreter, command prefix, runtime program
+	// and options. The zero value has none.
+	Site SiteOptions
 }
 
 // Script renders the batch script of job. The script (POSIX sh):
@@ -67,6 +71,9 @@ func Script(job *Job, opts ScriptOptions) ([]byte, error) {
 
 // scriptData fills templates/job.sh.tmpl.
 type scriptData struct {
+	Shell                string // the #! interpreter
+	CommandPrefix        string
+	FlavorFlags          []string
 	UID, Namespace, Name string
 	JobDir               string
 	Resources            Resources
@@ -102,14 +109,23 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 	if err := checkScriptJob(job, opts); err != nil {
 		return nil, err
 	}
+	binary := opts.Runtime.Binary()
+	if opts.Site.RuntimePath != "" && binary != "" {
+		binary = opts.Site.RuntimePath
+	}
+	shell := opts.Site.Shell
+	if shell == "" {
+		shell = "/bin/sh"
+	}
 	d := &scriptData{
+		Shell: shell, CommandPrefix: opts.Site.CommandPrefix, FlavorFlags: job.FlavorFlags,
 		UID: job.UID, Namespace: job.Namespace, Name: job.Name,
 		JobDir:    opts.JobDir,
 		Resources: job.Resources,
 		Time:      slurmTime(job.Resources.TimeLimit),
 		Flags:     job.Flags,
 		PreExec:   job.PreExec,
-		Binary:    opts.Runtime.Binary(),
+		Binary:    binary,
 		NeedsUser: opts.Runtime == RuntimeCharliecloud,
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
@@ -134,7 +150,7 @@ func newContainerData(c *Container, opts ScriptOptions, hostsBind bool) containe
 		Name:      c.Name,
 		Runtime:   opts.Runtime != RuntimeNone,
 		HostsBind: hostsBind,
-		Argv:      opts.Runtime.argv(c, opts.JobDir),
+		Argv:      opts.Runtime.argv(c, opts.JobDir, opts.Site.RuntimeOptions),
 	}
 	if c.EnvFile != "" {
 		d.EnvFile = opts.JobDir + "/" + c.EnvFile
@@ -173,10 +189,13 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 			seen[cs[i].Name] = true
 		}
 	}
-	for _, f := range job.Flags {
+	for _, f := range append(slices.Clip(job.FlavorFlags), job.Flags...) {
 		if err := ValidateFlag(f); err != nil {
 			return err
 		}
+	}
+	if err := opts.Site.checkScript(); err != nil {
+		return err
 	}
 	for _, dir := range job.Dirs {
 		if err := checkRelPath(dir); err != nil {
