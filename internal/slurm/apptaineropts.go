@@ -87,15 +87,18 @@ var apptainerShort = map[byte]string{
 func checkApptainerOptions(opts []string, src optionSource) ([]string, error) {
 	var words []string
 	for _, o := range opts {
-		if strings.ContainsAny(o, "\x00\r") {
-			return nil, errors.New("NUL and CR characters are not allowed")
-		}
-		w, err := shellWords(o)
+		w, err := splitWords(o)
 		if err != nil {
 			return nil, err
 		}
 		words = append(words, w...)
 	}
+	return checkApptainerWords(words, src)
+}
+
+// checkApptainerWords checks options already split into words (as
+// checkApptainerOptions gives them) and gives them in long form.
+func checkApptainerWords(words []string, src optionSource) ([]string, error) {
 	var out []string
 	for i := 0; i < len(words); i++ {
 		word := words[i]
@@ -203,10 +206,11 @@ func parseBinds(list string) ([]Bind, error) {
 				return nil, fmt.Errorf("bind %q: the mode is ro or rw, got %q", spec, b.Mode)
 			}
 		}
-		for _, p := range []string{b.Src, b.Dst} {
-			if p == b.Dst && p == "" {
-				continue
-			}
+		checked := []string{b.Src}
+		if len(parts) > 1 {
+			checked = append(checked, b.Dst)
+		}
+		for _, p := range checked {
 			if !path.IsAbs(p) || path.Clean(p) != p || hasControl(p) || strings.ContainsAny(p, " \t") {
 				return nil, fmt.Errorf("bind %q: %q is not a clean absolute path without spaces", spec, p)
 			}

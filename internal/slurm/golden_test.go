@@ -38,6 +38,24 @@ var goldenCases = []struct {
 	{"apptainer-long-names", RuntimeApptainer, longPod, SiteOptions{}},
 	{"charliecloud-long-names", RuntimeCharliecloud, longPod, SiteOptions{}},
 	{"apptainer-site", RuntimeApptainer, gpuPod, testSiteOptions()},
+	{"apptainer-annotations", RuntimeApptainer, func() *corev1.Pod {
+		p := gpuPod()
+		p.Annotations = map[string]string{
+			AnnotationFlavor:             "high-io",
+			AnnotationSingularityMounts:  "-B /scratch/alice/data:/data:ro,/scratch/alice/out:/out",
+			AnnotationSingularityOptions: `--nv --env "GREETING=it's me" --writable-tmpfs`,
+			AnnotationMPIFlags:           "--bind-to core --map-by 'ppr:$(x):node'",
+			AnnotationImageRoot:          "oras://registry.example.org/",
+			AnnotationFlags:              "-p gpu -t 10",
+		}
+		return p
+	}, testSiteOptions()},
+	{"none-mpi", RuntimeNone, func() *corev1.Pod {
+		p := simplePod("ignored")
+		p.Spec.Containers[0].Command = []string{"./solver"}
+		p.Annotations = map[string]string{AnnotationMPIFlags: "-x LD_LIBRARY_PATH"}
+		return p
+	}, SiteOptions{}},
 	{"charliecloud-site", RuntimeCharliecloud, func() *corev1.Pod {
 		p := simplePod("busybox")
 		p.Spec.Containers[0].Command = []string{"echo"}

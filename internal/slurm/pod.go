@@ -90,6 +90,9 @@ type podBuilder struct {
 	rt   Runtime
 	site *SiteOptions
 	job  *Job
+	// imageRoot is the pod's AnnotationImageRoot, when set.
+	imageRoot    string
+	imageRootSet bool
 
 	volumes map[string]volume // by volume name
 	paths   map[string]bool   // paths of job.Files, to refuse a path written twice
@@ -160,7 +163,7 @@ func (b *podBuilder) annotations() error {
 		return podErr("metadata.annotations["+AnnotationPreExec+"]", "the snippet %v", err)
 	}
 	b.job.PreExec = pre
-	return nil
+	return b.runtimeAnnotations()
 }
 
 // container turns one container of the pod into a job container.

@@ -173,3 +173,7 @@ func (r Runtime) checkContainer(c *Container) error {
 	}
 	return nil
 }
+
+// apptainer reports whether r runs containers with apptainer (or
+// singularity), which takes apptainer options.
+func (r Runtime) apptainer() bool { return r == RuntimeApptainer || r == RuntimeSingularity }

@@ -123,7 +123,7 @@ func (o *SiteOptions) checkScript() error {
 	if o.RuntimePath != "" && !programPath.MatchString(o.RuntimePath) {
 		return fmt.Errorf("runtime program %q is not a name or an absolute path of letters, digits and _./+- only", o.RuntimePath)
 	}
-	if _, err := checkApptainerOptions(o.RuntimeOptions, optionsFromSite); err != nil {
+	if _, err := checkApptainerWords(o.RuntimeOptions, optionsFromSite); err != nil {
 		return fmt.Errorf("runtime options: %w", err)
 	}
 	return nil
