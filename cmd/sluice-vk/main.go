@@ -4,6 +4,7 @@
 //
 //	sluice-vk --config sluice.yaml [--kubeconfig FILE] [--log-level info]
 //	sluice-vk --version
+//	sluice-vk config import --from-interlink SlurmConfig.yaml
 package main
 
 import (
@@ -22,6 +23,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "config" {
+		os.Exit(configCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
