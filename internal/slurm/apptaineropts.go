@@ -23,6 +23,9 @@ const (
 type apptainerOption struct {
 	value bool // takes a value (the next word, or after '=')
 	bind  bool // its value is a bind list, checked by parseBinds
+	// mounts: its value names container paths (--home src[:dst],
+	// --scratch dir,…), which must not cover a protected target
+	mounts bool
 	// refused is why sluice refuses it, "" when it is accepted.
 	refused string
 }
@@ -45,9 +48,9 @@ var apptainerOptions = map[string]apptainerOption{
 	"fakeroot": {}, "disable-cache": {}, "compat": {}, "unsquash": {}, "sharens": {}, "no-setgroups": {},
 	"bind":      {value: true, bind: true},
 	"env":       {value: true},
-	"home":      {value: true},
+	"home":      {value: true, mounts: true},
 	"workdir":   {value: true},
-	"scratch":   {value: true},
+	"scratch":   {value: true, mounts: true},
 	"overlay":   {value: true},
 	"app":       {value: true},
 	"hostname":  {value: true},
@@ -135,9 +138,43 @@ func checkApptainerWords(words []string, src optionSource) ([]string, error) {
 				return nil, fmt.Errorf("--%s %q: %w", name, value, err)
 			}
 		}
+		if opt.mounts {
+			if err := checkMountTargets(name, value); err != nil {
+				return nil, fmt.Errorf("--%s %q: %w", name, value, err)
+			}
+		}
 		out = append(out, "--"+name+"="+value)
 	}
 	return out, nil
+}
+
+// checkMountTargets checks the container paths that --home (src[:dst])
+// and --scratch (dir,dir…) mount over: none may cover a protected target.
+func checkMountTargets(name, value string) error {
+	targets := strings.Split(value, ",")
+	if name == "home" {
+		src, dst, ok := strings.Cut(value, ":")
+		targets = []string{src}
+		if ok {
+			targets = []string{dst}
+		}
+	}
+	for _, dst := range targets {
+		if covers(path.Clean("/" + dst)) {
+			return fmt.Errorf("it covers /etc/hosts, where the reverse tunnel binds its hosts file")
+		}
+	}
+	return nil
+}
+
+// covers reports whether a mount at dst covers a protected target.
+func covers(dst string) bool {
+	for _, t := range protectedTargets {
+		if dst == t || strings.HasPrefix(t, strings.TrimSuffix(dst, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // apptainerWord reads one option word: --name, --name=value, -x, -xvalue.
@@ -219,10 +256,8 @@ func parseBinds(list string) ([]Bind, error) {
 		if dst == "" {
 			dst = b.Src
 		}
-		for _, t := range protectedTargets {
-			if dst == t || strings.HasPrefix(t, strings.TrimSuffix(dst, "/")+"/") {
-				return nil, fmt.Errorf("bind %q: it covers %s, where the reverse tunnel binds its hosts file", spec, t)
-			}
+		if covers(dst) {
+			return nil, fmt.Errorf("bind %q: it covers /etc/hosts, where the reverse tunnel binds its hosts file", spec)
 		}
 		binds = append(binds, b)
 	}

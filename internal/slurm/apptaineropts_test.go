@@ -27,6 +27,7 @@ func TestApptainerOptions(t *testing.T) {
 		{[]string{`--env "GREETING=hi there" -C`}, optionsFromPod, "--env=GREETING=hi there --containall"},
 		{[]string{"--no-mount home,tmp -e"}, optionsFromPod, "--no-mount=home,tmp --cleanenv"},
 		{[]string{"--overlay /o.img:ro --fakeroot"}, optionsFromPod, "--overlay=/o.img:ro --fakeroot"},
+		{[]string{"--home /scratch/alice:/home/alice -S /tmp,/var/tmp"}, optionsFromPod, "--home=/scratch/alice:/home/alice --scratch=/tmp,/var/tmp"},
 		{[]string{""}, optionsFromPod, ""},
 	} {
 		got, err := checkApptainerOptions(tc.in, tc.src)
@@ -56,6 +57,10 @@ func TestApptainerOptionsRefused(t *testing.T) {
 		{"--bind /x:/etc/hosts", optionsFromPod, "it covers /etc/hosts, where the reverse tunnel binds its hosts file"},
 		{"--bind /etc", optionsFromPod, "it covers /etc/hosts"},
 		{"-B /x:/", optionsFromPod, "it covers /etc/hosts"},
+		{"--home /scratch/alice:/etc", optionsFromPod, "--home \"/scratch/alice:/etc\": it covers /etc/hosts"},
+		{"-H /etc", optionsFromPod, "it covers /etc/hosts"},
+		{"--scratch /tmp,/etc", optionsFromPod, "--scratch \"/tmp,/etc\": it covers /etc/hosts"},
+		{"-S etc", optionsFromPod, "it covers /etc/hosts"},
 		{"-B /a:/b:rx", optionsFromPod, `the mode is ro or rw, got "rx"`},
 		{"-B a:/b", optionsFromPod, `"a" is not a clean absolute path`},
 		{"-B /a/../b", optionsFromPod, `is not a clean absolute path`},
