@@ -56,3 +56,32 @@ func TestRigFlavorJob(t *testing.T) {
 		}
 	}
 }
+
+// A pod with mpi-flags and -n 2 runs its container under mpiexec with
+// -np $SLURM_NTASKS as Slurm sets it: 2. The rig has no MPI, so the pod's
+// pre-exec puts a stand-in mpiexec on PATH that runs its command -np times.
+func TestRigMPIFlagsTakeSlurmsTasks(t *testing.T) {
+	e := newRigEnv(t, RuntimeNone)
+	pod := simplePod("ignored")
+	pod.Name, pod.Namespace, pod.UID = "mpi", "rig", types.UID(newUID(t))
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo task"}
+	pod.Spec.Containers[0].Args = nil
+	pod.Annotations = map[string]string{
+		AnnotationFlags:    "-n 2",
+		AnnotationMPIFlags: "--tag-output",
+		AnnotationPreExec: `mkdir -p "$sluice_tmp/bin" &&
+printf '#!/bin/sh\n[ "$1" = -np ] || exit 90\nn=$2 flag=$3\nshift 3\necho "np=$n $flag"\ni=0\nwhile [ "$i" -lt "$n" ]; do "$@" || exit; i=$((i + 1)); done\n' >"$sluice_tmp/bin/mpiexec" &&
+chmod +x "$sluice_tmp/bin/mpiexec" && PATH=$sluice_tmp/bin:$PATH`,
+	}
+	job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: e.c.Runtime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := e.submit(t, job)
+	if st := e.wait(t, ref, "final", final); st.State != StateCompleted {
+		t.Fatalf("state %s; want COMPLETED: %+v", st.State, st)
+	}
+	if got, want := e.logs(t, ref, "hello", LogOptions{Tail: -1}), "np=2 --tag-output\ntask\ntask\n"; got != want {
+		t.Errorf("logs = %q; want %q", got, want)
+	}
+}
