@@ -1,10 +1,13 @@
 package config
 
 import (
+	"bytes"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // placeholderLine is a line of an imported configuration that is to be
@@ -148,4 +151,29 @@ func TestImportInterLinkRefuses(t *testing.T) {
 			t.Errorf("notes %q; want one with %q", im.Notes, want)
 		}
 	}
+}
+
+// Whatever interLink file is read, the import does not panic, and what it
+// prints is YAML of sluice's configuration, with no key sluice lacks.
+func FuzzImportInterLink(f *testing.F) {
+	for _, name := range []string{"example.yaml", "flavors.yaml", "enroot.yaml"} {
+		data, err := os.ReadFile("testdata/interlink/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("Flavors: {a: {UID: 1}}\nDataRootFolder: /x/../y\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		im, err := ImportInterLink(data)
+		if err != nil {
+			return
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(im.YAML))
+		dec.KnownFields(true)
+		var c Config
+		if err := dec.Decode(&c); err != nil {
+			t.Fatalf("ImportInterLink(%q) printed what sluice cannot read: %v\n%s", data, err, im.YAML)
+		}
+	})
 }
