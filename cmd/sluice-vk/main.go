@@ -6,6 +6,7 @@
 //	          [--internal-ip IP] [--namespace NS] [--relay-binary FILE]
 //	          [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s] …]
 //	sluice-vk --version
+//	sluice-vk config import --from-interlink SlurmConfig.yaml
 //
 // A configuration that is not valid is printed one problem a line on
 // stderr, and sluice-vk exits with status 2, as for a wrong flag.
@@ -32,6 +33,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "config" {
+		os.Exit(configCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")

@@ -7,19 +7,20 @@ import (
 
 func TestWarnings(t *testing.T) {
 	got := Warnings(map[string]string{
-		Flags:                                 "-p gpu",
-		PreExec:                               "module load x",
-		PodVPN:                                "true",
-		ReverseForwards:                       "redis:6379",
-		"slurm-job.vk.io/singularity-options": "--nv",
-		"slurm-job.vk.io/mpi-flags":           "--bind-to core",
-		"interlink.eu/shadow-same-ns":         "true",
-		"interlink.eu/wg-private-key":         "secret",
-		"interlink.eu/brand-new":              "x",
-		"interlink.virtual-kubelet.io/other":  "",
-		RetiredReverseOwnerOnly:               "false",
-		"example.com/unrelated":               "x",
-		"slurm-job.vk.io":                     "no slash: not under the prefix",
+		Flags:                                "-p gpu",
+		PreExec:                              "module load x",
+		PodVPN:                               "true",
+		ReverseForwards:                      "redis:6379",
+		SingularityOptions:                   "--nv",
+		MPIFlags:                             "--bind-to core",
+		"slurm-job.vk.io/enroot-mounts":      "/a:/b",
+		"interlink.eu/shadow-same-ns":        "true",
+		"interlink.eu/wg-private-key":        "secret",
+		"interlink.eu/brand-new":             "x",
+		"interlink.virtual-kubelet.io/other": "",
+		RetiredReverseOwnerOnly:              "false",
+		"example.com/unrelated":              "x",
+		"slurm-job.vk.io":                    "no slash: not under the prefix",
 	})
 	want := []struct{ name, says string }{
 		{"interlink.eu/brand-new", "interlink.eu/brand-new: sluice does not know this annotation; it has no effect here"},
@@ -27,8 +28,7 @@ func TestWarnings(t *testing.T) {
 		{"interlink.eu/shadow-same-ns", "interlink.eu/shadow-same-ns: not implemented yet: the shadow is made in the namespace <namespace>-shadow"},
 		{"interlink.eu/wg-private-key", "a private key does not belong in an annotation"},
 		{"interlink.virtual-kubelet.io/other", "sluice does not know this annotation"},
-		{"slurm-job.vk.io/mpi-flags", "slurm-job.vk.io/mpi-flags: not implemented yet: each container runs once, not under mpiexec"},
-		{"slurm-job.vk.io/singularity-options", "--nv (GPUs) and the pod's other options are not given; for --nv, export APPTAINER_NV=1 in slurm-job.vk.io/pre-exec"},
+		{"slurm-job.vk.io/enroot-mounts", "slurm-job.vk.io/enroot-mounts: not implemented yet: sluice has no enroot runtime"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d warnings %+v; want %d", len(got), got, len(want))
@@ -38,7 +38,7 @@ func TestWarnings(t *testing.T) {
 			t.Errorf("warning %d = %+v; want %s saying %q", i, got[i], w.name, w.says)
 		}
 	}
-	if w := Warnings(map[string]string{Flags: "--qos=x", "app": "y"}); len(w) != 0 {
+	if w := Warnings(map[string]string{Flags: "--qos=x", "app": "y", Flavor: "gpu", ImageRoot: "docker://", SingularityMounts: "-B /a"}); len(w) != 0 {
 		t.Errorf("got %+v for implemented and foreign annotations; want none", w)
 	}
 }

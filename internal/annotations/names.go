@@ -12,6 +12,17 @@ const (
 	Flags = "slurm-job.vk.io/flags"
 	// PreExec is a shell snippet run before the containers.
 	PreExec = "slurm-job.vk.io/pre-exec"
+	// Flavor names the site flavor of the pod's job (Site.Flavors).
+	Flavor = "slurm-job.vk.io/flavor"
+	// SingularityMounts adds apptainer binds (--bind src:dst[:ro]).
+	SingularityMounts = "slurm-job.vk.io/singularity-mounts"
+	// SingularityOptions adds apptainer options (--nv).
+	SingularityOptions = "slurm-job.vk.io/singularity-options"
+	// MPIFlags runs each container under mpiexec -np $SLURM_NTASKS with
+	// these flags.
+	MPIFlags = "slurm-job.vk.io/mpi-flags"
+	// ImageRoot replaces the site's image prefix (Site.ImagePrefix).
+	ImageRoot = "slurm-job.vk.io/image-root"
 )
 
 // Reverse tunnel annotations (S5).

@@ -45,6 +45,10 @@ type Site struct {
 	// PollInterval is how often the status of all jobs is read.
 	// If zero, 5s.
 	PollInterval time.Duration `yaml:"PollInterval"`
+
+	// The keys below are those of interLink's Slurm plugin, with its names
+	// and meaning (docs/interlink-migration.md); plugin.go documents them.
+	Plugin `yaml:",inline"`
 }
 
 // Network configures the shadows and tunnels.

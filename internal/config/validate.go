@@ -59,6 +59,7 @@ func (c *Config) Validate() error {
 	if s.PollInterval < 100*time.Millisecond {
 		bad("Site.PollInterval", "must be at least 100ms, got %s", s.PollInterval)
 	}
+	s.Plugin.validate(bad, s.ContainerRuntime)
 
 	n := c.Network
 	oneOf(bad, "Network.ShadowMode", n.ShadowMode, "ssh", "none")

@@ -20,11 +20,11 @@ import (
 func TestUnimplementedAnnotationsAreWarnedOnce(t *testing.T) {
 	pod := testPod("gpu")
 	pod.Annotations = map[string]string{
-		slurm.AnnotationFlags:                 "-p gpu --gres=gpu:1",
-		"slurm-job.vk.io/singularity-options": "--nv",
-		"interlink.eu/shadow-same-ns":         "true",
-		"interlink.eu/made-up":                "x",
-		"example.com/other":                   "x",
+		slurm.AnnotationFlags:            "-p gpu --gres=gpu:1",
+		"slurm-job.vk.io/enroot-options": "--rw",
+		"interlink.eu/shadow-same-ns":    "true",
+		"interlink.eu/made-up":           "x",
+		"example.com/other":              "x",
 	}
 	adopted := testPod("adopted")
 	adopted.Annotations = map[string]string{"slurm-job.vk.io/mpi-flags": "--bind-to core"}
@@ -45,9 +45,9 @@ func TestUnimplementedAnnotationsAreWarnedOnce(t *testing.T) {
 	h.waitEvent("Normal Submitted submitted as Slurm job")
 	h.waitEvent("Normal Adopted adopted Slurm job")
 	want := map[string]string{
-		"slurm-job.vk.io/singularity-options": "not implemented yet: Apptainer runs with sluice's options only, so --nv (GPUs)",
-		"interlink.eu/shadow-same-ns":         "not implemented yet: the shadow is made in the namespace <namespace>-shadow",
-		"interlink.eu/made-up":                "sluice does not know this annotation; it has no effect here",
+		"slurm-job.vk.io/enroot-options": "not implemented yet: sluice has no enroot runtime",
+		"interlink.eu/shadow-same-ns":    "not implemented yet: the shadow is made in the namespace <namespace>-shadow",
+		"interlink.eu/made-up":           "sluice does not know this annotation; it has no effect here",
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

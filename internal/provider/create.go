@@ -116,7 +116,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	job, err := slurm.FromPod(ctx, jobPod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime})
+	job, err := slurm.FromPod(ctx, jobPod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime, Site: p.cfg.Site})
 	var perr *slurm.PodError
 	if errors.As(err, &perr) {
 		p.refuse(st, podRefusal(perr))
@@ -161,6 +161,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 		p.event(pod, corev1.EventTypeNormal, EventAdopted, "adopted Slurm job %s", id)
 	} else {
 		p.event(pod, corev1.EventTypeNormal, EventSubmitted, "submitted as Slurm job %s", id)
+		p.warnJob(pod, job.Warnings) // once: an adopted job was warned of before
 	}
 	p.log.Info("provider: pod submitted", "pod", keyOf(pod), "uid", pod.UID, "job", id, "adopted", adopted)
 	return true, nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -61,5 +62,13 @@ func (p *Provider) warnUnimplemented(pod *corev1.Pod) {
 			names[i] = w.Annotation
 		}
 		p.log.Warn("provider: annotations not implemented", "pod", keyOf(pod), "uid", pod.UID, "annotations", names)
+	}
+}
+
+// warnJob records a Warning Event for each thing the pod's job was made
+// without (a flavor the site lacks, no flavor for its GPU count).
+func (p *Provider) warnJob(pod *corev1.Pod, ws []slurm.Warning) {
+	for _, w := range ws {
+		p.event(pod, corev1.EventTypeWarning, w.Reason, "%s", w.Message)
 	}
 }

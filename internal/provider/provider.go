@@ -46,6 +46,9 @@ type Config struct {
 	Jobs     Jobs
 	// Runtime is the site's container runtime (it decides which pods can run).
 	Runtime slurm.Runtime
+	// Site holds the site's flavors and the rest of interLink's plugin keys
+	// that shape a pod's job; the zero value has none.
+	Site slurm.SiteOptions
 	// Client reads ConfigMaps and Secrets, requests service account tokens,
 	// lists the node's pods at start-up and sets the job finalizer.
 	Client kubernetes.Interface

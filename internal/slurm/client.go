@@ -26,6 +26,9 @@ type Client struct {
 	DataRoot string
 	// Runtime runs the containers of every job.
 	Runtime Runtime
+	// SiteOptions are interLink's plugin keys that shape every job's
+	// script (NewSiteOptions). The zero value has none.
+	SiteOptions SiteOptions
 	// Logger receives what the client notices but does not return, such as
 	// malformed lines of Slurm output. If nil, slog.Default() is used.
 	Logger *slog.Logger

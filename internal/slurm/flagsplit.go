@@ -22,10 +22,7 @@ import (
 // backslashes or '#'. NUL and CR are refused, and so is a word that is
 // neither an option nor the value of the one before it.
 func SplitFlags(annotation string) ([]string, error) {
-	if strings.ContainsAny(annotation, "\x00\r") {
-		return nil, errors.New("NUL and CR characters are not allowed")
-	}
-	words, err := shellWords(annotation)
+	words, err := splitWords(annotation)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +104,15 @@ func canonicalFlag(word, next string) (string, bool, error) {
 		return "", false, fmt.Errorf("%q: -%c (--%s) needs a value (-%c value)", word, word[1], long, word[1])
 	}
 	return "", false, fmt.Errorf("%q is not an sbatch option (a value goes right after its option)", word)
+}
+
+// splitWords splits the value of an annotation into shell words
+// (shellWords), refusing NUL and CR.
+func splitWords(s string) ([]string, error) {
+	if strings.ContainsAny(s, "\x00\r") {
+		return nil, errors.New("NUL and CR characters are not allowed")
+	}
+	return shellWords(s)
 }
 
 // shellWords splits s into words as a shell would, without expanding

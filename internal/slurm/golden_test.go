@@ -22,32 +22,58 @@ var goldenCases = []struct {
 	name    string
 	runtime Runtime
 	pod     func() *corev1.Pod
+	site    SiteOptions // interLink's plugin keys; zero for none
 }{
 	{"apptainer-full", RuntimeApptainer, func() *corev1.Pod {
 		return fullPod([3]string{"busybox:1.36", "docker://python:3.12-slim", "/shared/images/logger.sif"})
-	}},
+	}, SiteOptions{}},
 	{"singularity-full", RuntimeSingularity, func() *corev1.Pod {
 		return fullPod([3]string{"oras://registry.example.org/tools/fetch:1", "library://org/ml/train:2", "/shared/sandbox/logger"})
-	}},
+	}, SiteOptions{}},
 	{"charliecloud-full", RuntimeCharliecloud, func() *corev1.Pod {
 		return fullPod([3]string{"/shared/ch/busybox", "/shared/ch/python", "example.com:5050/logger"})
-	}},
-	{"none-full", RuntimeNone, func() *corev1.Pod { return withoutVolumes(fullPod([3]string{"ignored", "ignored", "ignored"})) }},
-	{"apptainer-default-command", RuntimeApptainer, func() *corev1.Pod { return simplePod("ghcr.io/org/hello:latest") }},
-	{"apptainer-long-names", RuntimeApptainer, longPod},
-	{"charliecloud-long-names", RuntimeCharliecloud, longPod},
+	}, SiteOptions{}},
+	{"none-full", RuntimeNone, func() *corev1.Pod { return withoutVolumes(fullPod([3]string{"ignored", "ignored", "ignored"})) }, SiteOptions{}},
+	{"apptainer-default-command", RuntimeApptainer, func() *corev1.Pod { return simplePod("ghcr.io/org/hello:latest") }, SiteOptions{}},
+	{"apptainer-long-names", RuntimeApptainer, longPod, SiteOptions{}},
+	{"charliecloud-long-names", RuntimeCharliecloud, longPod, SiteOptions{}},
+	{"apptainer-site", RuntimeApptainer, gpuPod, testSiteOptions()},
+	{"apptainer-annotations", RuntimeApptainer, func() *corev1.Pod {
+		p := gpuPod()
+		p.Annotations = map[string]string{
+			AnnotationFlavor:             "high-io",
+			AnnotationSingularityMounts:  "-B /scratch/alice/data:/data:ro,/scratch/alice/out:/out",
+			AnnotationSingularityOptions: `--nv --env "GREETING=it's me" --writable-tmpfs`,
+			AnnotationMPIFlags:           "--bind-to core --map-by 'ppr:$(x):node'",
+			AnnotationImageRoot:          "oras://registry.example.org/",
+			AnnotationFlags:              "-p gpu -t 10",
+		}
+		return p
+	}, testSiteOptions()},
+	{"none-mpi", RuntimeNone, func() *corev1.Pod {
+		p := simplePod("ignored")
+		p.Spec.Containers[0].Command = []string{"./solver"}
+		p.Annotations = map[string]string{AnnotationMPIFlags: "-x LD_LIBRARY_PATH"}
+		return p
+	}, SiteOptions{}},
+	{"charliecloud-site", RuntimeCharliecloud, func() *corev1.Pod {
+		p := simplePod("busybox")
+		p.Spec.Containers[0].Command = []string{"echo"}
+		p.Annotations = map[string]string{AnnotationFlavor: "default"}
+		return p
+	}, SiteOptions{Flavors: testSiteOptions().Flavors, CommandPrefix: "export X=1", ImagePrefix: "/shared/ch/", Shell: "/bin/bash"}},
 }
 
 func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := tc.pod()
-			job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: tc.runtime})
+			job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: tc.runtime, Site: tc.site})
 			if err != nil {
 				t.Fatalf("FromPod: %v", err)
 			}
 			dir := JobDir("/scratch/alice/.sluice", pod.Namespace, string(pod.UID))
-			script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: tc.runtime})
+			script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: tc.runtime, Site: tc.site})
 			if err != nil {
 				t.Fatalf("Script: %v", err)
 			}

@@ -17,6 +17,14 @@ const (
 	AnnotationFlags = annotations.Flags
 	// AnnotationPreExec is a shell snippet run before the containers.
 	AnnotationPreExec = annotations.PreExec
+	// AnnotationSingularityOptions and AnnotationSingularityMounts add
+	// apptainer options and binds (checkApptainerOptions).
+	AnnotationSingularityOptions = annotations.SingularityOptions
+	AnnotationSingularityMounts  = annotations.SingularityMounts
+	// AnnotationMPIFlags runs the containers under mpiexec.
+	AnnotationMPIFlags = annotations.MPIFlags
+	// AnnotationImageRoot replaces the site's image prefix.
+	AnnotationImageRoot = annotations.ImageRoot
 )
 
 // Runtime names the container runtime the site runs containers with.
@@ -44,10 +52,26 @@ type Job struct {
 	Containers []Container
 
 	Resources Resources
+	// Flavor is the name of the site flavor the job got, "" for none, and
+	// FlavorFlags its sbatch options: written before Resources, which win
+	// over them, as Flags win over both.
+	Flavor      string
+	FlavorFlags []string
 	// Flags are extra sbatch flags (from AnnotationFlags), each validated.
 	Flags []string
+	// Warnings say what the job was made without (a flavor the site
+	// lacks): the provider gives each as a Warning Event.
+	Warnings []Warning
 	// PreExec runs in the batch script before any container.
 	PreExec string
+	// RuntimeOptions are the pod's apptainer binds and options
+	// (AnnotationSingularityMounts, AnnotationSingularityOptions), checked,
+	// given after the site's (SiteOptions.RuntimeOptions).
+	RuntimeOptions []string
+	// MPI runs every container under mpiexec -np $SLURM_NTASKS, with
+	// MPIFlags after -np (AnnotationMPIFlags).
+	MPI      bool
+	MPIFlags []string
 	// Reverse is the job's side of a reverse tunnel; nil for none. Its
 	// snippet runs before PreExec.
 	Reverse *ReverseJob

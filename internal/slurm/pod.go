@@ -24,6 +24,9 @@ type PodOptions struct {
 	// Runtime runs the containers: it decides which images and mounts a pod
 	// may use.
 	Runtime Runtime
+	// Site holds the site's flavors, image prefix and the rest of
+	// interLink's plugin keys. The zero value has none.
+	Site SiteOptions
 }
 
 // PodError reports a pod that cannot run as a job, naming the field at fault
@@ -67,13 +70,13 @@ func FromPod(ctx context.Context, pod *corev1.Pod, src Sources, opts PodOptions)
 	if err := opts.Runtime.Validate(); err != nil {
 		return nil, fmt.Errorf("job from pod: %w", err)
 	}
-	b := &podBuilder{ctx: ctx, pod: pod, src: src, rt: opts.Runtime, paths: map[string]bool{}}
+	b := &podBuilder{ctx: ctx, pod: pod, src: src, rt: opts.Runtime, site: &opts.Site, paths: map[string]bool{}}
 	job, err := b.build()
 	if err != nil {
 		return nil, err
 	}
 	// Whatever FromPod accepts, Script must render.
-	if err := checkScriptJob(job, ScriptOptions{JobDir: "/job", Runtime: opts.Runtime}); err != nil {
+	if err := checkScriptJob(job, ScriptOptions{JobDir: "/job", Runtime: opts.Runtime, Site: opts.Site}); err != nil {
 		return nil, &PodError{Field: "spec", Reason: err.Error()}
 	}
 	return job, nil
@@ -81,11 +84,15 @@ func FromPod(ctx context.Context, pod *corev1.Pod, src Sources, opts PodOptions)
 
 // podBuilder holds what FromPod gathers on its way.
 type podBuilder struct {
-	ctx context.Context
-	pod *corev1.Pod
-	src Sources
-	rt  Runtime
-	job *Job
+	ctx  context.Context
+	pod  *corev1.Pod
+	src  Sources
+	rt   Runtime
+	site *SiteOptions
+	job  *Job
+	// imageRoot is the pod's AnnotationImageRoot, when set.
+	imageRoot    string
+	imageRootSet bool
 
 	volumes map[string]volume // by volume name
 	paths   map[string]bool   // paths of job.Files, to refuse a path written twice
@@ -113,6 +120,12 @@ func (b *podBuilder) build() (*Job, error) {
 		return nil, err
 	}
 	b.job.Resources = res
+	name, named := p.Annotations[AnnotationFlavor]
+	f, warnings := b.site.chooseFlavor(name, named, res.GPUs)
+	if f != nil {
+		applyFlavor(b.job, f)
+	}
+	b.job.Warnings = append(b.job.Warnings, warnings...)
 	if err := b.buildVolumes(); err != nil {
 		return nil, err
 	}
@@ -150,7 +163,7 @@ func (b *podBuilder) annotations() error {
 		return podErr("metadata.annotations["+AnnotationPreExec+"]", "the snippet %v", err)
 	}
 	b.job.PreExec = pre
-	return nil
+	return b.runtimeAnnotations()
 }
 
 // container turns one container of the pod into a job container.
@@ -158,7 +171,8 @@ func (b *podBuilder) container(c *corev1.Container, field string) (Container, er
 	if err := checkContainerName(c.Name); err != nil {
 		return Container{}, podErr(field+".name", "%v", err)
 	}
-	if _, err := b.rt.image(c.Image); err != nil {
+	image := b.image(c.Image)
+	if _, err := b.rt.image(image); err != nil {
 		return Container{}, podErr(field+".image", "runtime %s: %v", b.rt, err)
 	}
 	if len(c.Command) == 0 && b.rt.needsCommand() {
@@ -182,7 +196,7 @@ func (b *podBuilder) container(c *corev1.Container, field string) (Container, er
 	}
 	jc := Container{
 		Name:       c.Name,
-		Image:      c.Image,
+		Image:      image,
 		Command:    env.expandAll(c.Command),
 		Args:       env.expandAll(c.Args),
 		WorkingDir: c.WorkingDir,

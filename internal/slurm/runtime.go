@@ -88,8 +88,9 @@ func (r Runtime) mountsSupported() bool { return r != RuntimeNone }
 
 // argv gives the arguments of the runtime's binary (or, for RuntimeNone, the
 // command line itself) that run container c of a job in jobDir. c must have
-// been checked with checkContainer.
-func (r Runtime) argv(c *Container, jobDir string) []string {
+// been checked with checkContainer. opts are apptainer options, checked by
+// checkApptainerOptions, given right after exec or run.
+func (r Runtime) argv(c *Container, jobDir string, opts []string) []string {
 	image, _ := r.image(c.Image) // checked by checkContainer
 	src := func(m Mount) string { return jobDir + "/" + m.Source }
 	var a []string
@@ -100,6 +101,7 @@ func (r Runtime) argv(c *Container, jobDir string) []string {
 			verb = "run"
 		}
 		a = append(a, verb)
+		a = append(a, opts...)
 		if c.EnvFile != "" {
 			a = append(a, "--env-file", jobDir+"/"+c.EnvFile)
 		}
@@ -171,3 +173,7 @@ func (r Runtime) checkContainer(c *Container) error {
 	}
 	return nil
 }
+
+// apptainer reports whether r runs containers with apptainer (or
+// singularity), which takes apptainer options.
+func (r Runtime) apptainer() bool { return r == RuntimeApptainer || r == RuntimeSingularity }

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"text/template"
 	"time"
 
@@ -29,6 +30,9 @@ type ScriptOptions struct {
 	JobDir string
 	// Runtime runs the containers.
 	Runtime Runtime
+	// Site holds the site's interpreter, command prefix, runtime program
+	// and options. The zero value has none.
+	Site SiteOptions
 }
 
 // Script renders the batch script of job. The script (POSIX sh):
@@ -67,6 +71,10 @@ func Script(job *Job, opts ScriptOptions) ([]byte, error) {
 
 // scriptData fills templates/job.sh.tmpl.
 type scriptData struct {
+	MPI                  bool   // the containers run under mpiexec
+	Shell                string // the #! interpreter
+	CommandPrefix        string
+	FlavorFlags          []string
 	UID, Namespace, Name string
 	JobDir               string
 	Resources            Resources
@@ -89,7 +97,10 @@ type containerData struct {
 	Name    string
 	EnvFile string // absolute, or empty
 	Dir     string // the directory the script enters, for RuntimeNone
-	Runtime bool   // Argv follows "$sluice_runtime"
+	// MPI puts mpiexec -np $SLURM_NTASKS and MPIFlags first.
+	MPI      bool
+	MPIFlags []string
+	Runtime  bool // Argv follows "$sluice_runtime"
 	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b) before Argv.
 	HostsBind bool
 	Argv      []string
@@ -102,14 +113,24 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 	if err := checkScriptJob(job, opts); err != nil {
 		return nil, err
 	}
+	binary := opts.Runtime.Binary()
+	if opts.Site.RuntimePath != "" && binary != "" {
+		binary = opts.Site.RuntimePath
+	}
+	shell := opts.Site.Shell
+	if shell == "" {
+		shell = "/bin/sh"
+	}
 	d := &scriptData{
+		MPI:   job.MPI,
+		Shell: shell, CommandPrefix: opts.Site.CommandPrefix, FlavorFlags: job.FlavorFlags,
 		UID: job.UID, Namespace: job.Namespace, Name: job.Name,
 		JobDir:    opts.JobDir,
 		Resources: job.Resources,
 		Time:      slurmTime(job.Resources.TimeLimit),
 		Flags:     job.Flags,
 		PreExec:   job.PreExec,
-		Binary:    opts.Runtime.Binary(),
+		Binary:    binary,
 		NeedsUser: opts.Runtime == RuntimeCharliecloud,
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
@@ -119,22 +140,25 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 	hostsBind := d.Reverse != nil && d.Reverse.BindChRun
 	d.ExitFiles = append(d.ExitFiles, jobExit)
 	for i := range job.Init {
-		d.Init = append(d.Init, newContainerData(&job.Init[i], opts, hostsBind))
+		d.Init = append(d.Init, newContainerData(job, &job.Init[i], opts, hostsBind))
 		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name))
 	}
 	for i := range job.Containers {
-		d.Containers = append(d.Containers, newContainerData(&job.Containers[i], opts, hostsBind))
+		d.Containers = append(d.Containers, newContainerData(job, &job.Containers[i], opts, hostsBind))
 		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Containers[i].Name))
 	}
 	return d, nil
 }
 
-func newContainerData(c *Container, opts ScriptOptions, hostsBind bool) containerData {
+func newContainerData(job *Job, c *Container, opts ScriptOptions, hostsBind bool) containerData {
+	rtOpts := append(slices.Clip(opts.Site.RuntimeOptions), job.RuntimeOptions...)
 	d := containerData{
 		Name:      c.Name,
+		MPI:       job.MPI,
+		MPIFlags:  job.MPIFlags,
 		Runtime:   opts.Runtime != RuntimeNone,
 		HostsBind: hostsBind,
-		Argv:      opts.Runtime.argv(c, opts.JobDir),
+		Argv:      opts.Runtime.argv(c, opts.JobDir, rtOpts),
 	}
 	if c.EnvFile != "" {
 		d.EnvFile = opts.JobDir + "/" + c.EnvFile
@@ -173,10 +197,22 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 			seen[cs[i].Name] = true
 		}
 	}
-	for _, f := range job.Flags {
+	for _, f := range append(slices.Clip(job.FlavorFlags), job.Flags...) {
 		if err := ValidateFlag(f); err != nil {
 			return err
 		}
+	}
+	if err := opts.Site.checkScript(); err != nil {
+		return err
+	}
+	if _, err := checkApptainerWords(job.RuntimeOptions, optionsFromPod); err != nil {
+		return fmt.Errorf("apptainer options: %w", err)
+	}
+	if len(job.RuntimeOptions) > 0 && !opts.Runtime.apptainer() {
+		return fmt.Errorf("apptainer options for runtime %s", opts.Runtime)
+	}
+	if i, err := checkArgv(job.MPIFlags); err != nil {
+		return fmt.Errorf("mpi flag %d %w", i, err)
 	}
 	for _, dir := range job.Dirs {
 		if err := checkRelPath(dir); err != nil {

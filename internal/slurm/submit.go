@@ -182,7 +182,7 @@ func (c *Client) writeID(ctx context.Context, dir string, id JobID) error {
 // of the script it returns for the record (sbatch is given the script
 // itself).
 func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, error) {
-	script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: c.Runtime})
+	script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: c.Runtime, Site: c.SiteOptions})
 	if err != nil {
 		// the same job renders the same way at every attempt
 		return nil, &PodError{Field: "spec", Reason: err.Error()}

@@ -38,6 +38,10 @@ func (b *podBuilder) buildVolumes() error {
 			return podErr(field+".name", "volume %q is declared twice", v.Name)
 		}
 		vol := volume{dir: "volumes/" + v.Name}
+		if b.site.NoPodData && v.EmptyDir == nil {
+			kind := setField(v.VolumeSource)
+			return podErr(field+"."+kind, "the site does not export pod data (Site.ExportPodData is false): only emptyDir volumes are allowed")
+		}
 		var err error
 		switch {
 		case v.ConfigMap != nil:

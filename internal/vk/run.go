@@ -94,6 +94,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
+	siteOpts, err := slurm.NewSiteOptions(cfg.Site)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	runner := opts.Runner
 	if runner == nil {
 		if runner, err = site.Open(cfg, log); err != nil {
@@ -105,7 +109,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	slurmClient := &slurm.Client{
 		Site: runner, DataRoot: cfg.Site.DataRoot,
-		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime), Logger: log,
+		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime), SiteOptions: siteOpts, Logger: log,
 	}
 	var jobs provider.Jobs = slurmClient
 	if opts.WrapJobs != nil {
@@ -151,7 +155,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	prov, err := provider.New(provider.Config{
 		Shadows: shadowManager, Relay: relayPlacer(opts, slurmClient), SocketDirRoot: cfg.Site.SocketDirRoot,
-		NodeName: cfg.NodeName, Jobs: jobs, Runtime: slurmClient.Runtime,
+		NodeName: cfg.NodeName, Jobs: jobs, Runtime: slurmClient.Runtime, Site: siteOpts,
 		Client: client, Pods: podInformer.Lister(), Recorder: recorder,
 		InternalIP: cfg.Node.InternalIP, PollInterval: cfg.Site.PollInterval,
 		TenantNamespace: cfg.Network.TenantNamespace, RefuseForeignPods: cfg.Network.RefuseForeignPods,

@@ -1,0 +1,92 @@
+package slurm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+)
+
+// ReasonAnnotationNotApplied is the reason of the Warning of an annotation
+// that the site's runtime cannot apply (apptainer options under
+// Charliecloud): the same as that of an annotation sluice does not
+// implement.
+const ReasonAnnotationNotApplied = annotations.EventNotImplemented
+
+// runtimeAnnotations reads the annotations that shape how the containers
+// run: apptainer binds and options, mpiexec, the image root. It runs before
+// the containers are built, which take the image root.
+func (b *podBuilder) runtimeAnnotations() error {
+	a := b.pod.Annotations
+	field := func(name string) string { return "metadata.annotations[" + name + "]" }
+	for _, an := range []struct {
+		name string
+		src  optionSource
+	}{{AnnotationSingularityMounts, mountsFromPod}, {AnnotationSingularityOptions, optionsFromPod}} {
+		v, ok := a[an.name]
+		if !ok {
+			continue
+		}
+		opts, err := checkApptainerOptions([]string{v}, an.src)
+		if err != nil {
+			return podErr(field(an.name), "%v", err)
+		}
+		if !b.rt.apptainer() {
+			b.notApplied(an.name, fmt.Sprintf("the site's runtime is %s, not apptainer: the containers run without these options", b.rt))
+			continue
+		}
+		b.job.RuntimeOptions = append(b.job.RuntimeOptions, opts...)
+	}
+	if v, ok := a[AnnotationMPIFlags]; ok {
+		flags, err := mpiFlags(v)
+		if err != nil {
+			return podErr(field(AnnotationMPIFlags), "%v", err)
+		}
+		// interLink's plugin runs the containers without mpiexec when the
+		// value is "true"; so does sluice, for the pods written for it.
+		b.job.MPI = strings.TrimSpace(v) != "true"
+		b.job.MPIFlags = flags
+		if !b.job.MPI {
+			b.job.MPIFlags = nil
+		}
+	}
+	if v, ok := a[AnnotationImageRoot]; ok {
+		if err := checkImageRoot(v); err != nil {
+			return podErr(field(AnnotationImageRoot), "%v", err)
+		}
+		if b.rt == RuntimeNone {
+			b.notApplied(AnnotationImageRoot, "the site's runtime is none: the containers run no image")
+		}
+		b.imageRoot, b.imageRootSet = v, true
+	}
+	return nil
+}
+
+func (b *podBuilder) notApplied(name, why string) {
+	b.job.Warnings = append(b.job.Warnings, Warning{ReasonAnnotationNotApplied, name + ": " + why})
+}
+
+// mpiFlags splits the value of AnnotationMPIFlags into words as a shell
+// would, without expanding anything; each becomes one argument of mpiexec,
+// quoted. NUL and CR are refused.
+func mpiFlags(v string) ([]string, error) {
+	words, err := splitWords(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range words {
+		if hasControl(w) {
+			return nil, fmt.Errorf("%q: control characters are not allowed", w)
+		}
+	}
+	return words, nil
+}
+
+// checkImageRoot checks an image root (the prefix of image names):
+// printable ASCII without spaces, quotes, backslashes, '$' or '`'.
+func checkImageRoot(s string) error {
+	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' || strings.ContainsRune(`'"\$`+"`", r) }) {
+		return fmt.Errorf("%q: an image root is printable ASCII without spaces, quotes, backslashes, '$' or '`'", s)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+//go:build rig
+
+package slurm
+
+import (
+	"context"
+	"path"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A pod run with the site's flavor, interpreter and command prefix: its job
+// gets the flavor's partition, CPUs and memory, the pod's own time limit
+// (its flags win over the flavor's), runs under bash, and its container
+// sees what the command prefix exported. scontrol reads the job back.
+func TestRigFlavorJob(t *testing.T) {
+	e := newRigEnv(t, RuntimeCharliecloud)
+	e.c.SiteOptions = SiteOptions{
+		DefaultFlavor: "small",
+		Flavors: map[string]Flavor{"small": {
+			Name: "small", CPUs: 2, MemoryMiB: 100, Flags: []string{"--partition=debug", "--time=00:07:00"},
+		}},
+		Shell:         "/bin/bash",
+		CommandPrefix: `export FROM_PREFIX="${BASH_VERSION:+bash} prefix"`,
+	}
+	pod := simplePod(e.rig.Get(t, "RIG_IMAGE"))
+	pod.Name, pod.Namespace, pod.UID = "flavor", "rig", types.UID(newUID(t))
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", `echo "$FROM_PREFIX"`}
+	pod.Spec.Containers[0].Args = nil
+	pod.Annotations = map[string]string{AnnotationFlags: "-t 8"}
+	job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: e.c.Runtime, Site: e.c.SiteOptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Flavor != "small" {
+		t.Fatalf("got flavor %q; want small", job.Flavor)
+	}
+	ref := e.submit(t, job)
+	st := e.wait(t, ref, "final", final)
+	if st.State != StateCompleted {
+		t.Fatalf("state %s; want COMPLETED: %+v", st.State, st)
+	}
+	if got := e.logs(t, ref, "hello", LogOptions{Tail: -1}); got != "bash prefix\n" {
+		t.Errorf("logs = %q; want %q (the prefix ran in bash, its export reached the container)", got, "bash prefix\n")
+	}
+	// The same job, held, read back with scontrol before it runs.
+	script, err := Script(job, ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime, Site: e.c.SiteOptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.heldJob(t, script)
+	for k, want := range map[string]string{"Partition": "debug", "TimeLimit": "00:08:00", "MinMemoryNode": "100M", "NumCPUs": "2"} {
+		if got[k] != want {
+			t.Errorf("scontrol shows %s=%q; want %q", k, got[k], want)
+		}
+	}
+}
+
+// A pod with mpi-flags and -n 2 runs its container under mpiexec with
+// -np $SLURM_NTASKS as Slurm sets it: 2. The rig has no MPI, so the pod's
+// pre-exec puts a stand-in mpiexec on PATH that runs its command -np times.
+func TestRigMPIFlagsTakeSlurmsTasks(t *testing.T) {
+	e := newRigEnv(t, RuntimeNone)
+	pod := simplePod("ignored")
+	pod.Name, pod.Namespace, pod.UID = "mpi", "rig", types.UID(newUID(t))
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo task"}
+	pod.Spec.Containers[0].Args = nil
+	pod.Annotations = map[string]string{
+		AnnotationFlags:    "-n 2",
+		AnnotationMPIFlags: "--tag-output",
+		AnnotationPreExec: `mkdir -p "$sluice_tmp/bin" &&
+printf '#!/bin/sh\n[ "$1" = -np ] || exit 90\nn=$2 flag=$3\nshift 3\necho "np=$n $flag"\ni=0\nwhile [ "$i" -lt "$n" ]; do "$@" || exit; i=$((i + 1)); done\n' >"$sluice_tmp/bin/mpiexec" &&
+chmod +x "$sluice_tmp/bin/mpiexec" && PATH=$sluice_tmp/bin:$PATH`,
+	}
+	job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: e.c.Runtime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := e.submit(t, job)
+	if st := e.wait(t, ref, "final", final); st.State != StateCompleted {
+		t.Fatalf("state %s; want COMPLETED: %+v", st.State, st)
+	}
+	if got, want := e.logs(t, ref, "hello", LogOptions{Tail: -1}), "np=2 --tag-output\ntask\ntask\n"; got != want {
+		t.Errorf("logs = %q; want %q", got, want)
+	}
+}
