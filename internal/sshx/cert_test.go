@@ -42,9 +42,14 @@ func dialCert(t *testing.T, srv *sshxtest.Server, auth ssh.AuthMethod) error {
 	t.Helper()
 	cfg := clientConfig(t, srv, srv.HostKey.PublicKey())
 	cfg.Auth = []ssh.AuthMethod{auth}
+	return dialClose(srv.Addr, cfg)
+}
+
+// dialClose connects to addr with cfg and closes the connection.
+func dialClose(addr string, cfg *ssh.ClientConfig) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, dialer(), srv.Addr, cfg)
+	c, err := Dial(ctx, dialer(), addr, cfg)
 	if err != nil {
 		return err
 	}

@@ -44,8 +44,14 @@ type Server struct {
 // Start starts a server and stops it when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWithHostKey(t, NewSigner(t))
+}
+
+// StartWithHostKey starts a server whose host key is hostKey.
+func StartWithHostKey(t testing.TB, hostKey ssh.Signer) *Server {
+	t.Helper()
 	s := &Server{
-		HostKey:   NewSigner(t),
+		HostKey:   hostKey,
 		ClientKey: NewSigner(t),
 		conns:     make(map[net.Conn]struct{}),
 		logf:      t.Logf,
