@@ -182,6 +182,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		if err := ms.registerNode(status); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
+		if f := cfg.Network.SSH.CertificateFile; f != "" && cfg.Site.Access == config.AccessSSH {
+			if err := ms.registerCertificate(f); err != nil {
+				return fmt.Errorf("metrics: %w", err)
+			}
+		}
 	}
 	nc, err := node.NewNodeController(status, nodeObj, client.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(client), node.DefaultLeaseDuration))
