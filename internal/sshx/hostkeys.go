@@ -128,8 +128,11 @@ func (p *pinIndex) caOnly(key ssh.PublicKey) bool {
 }
 
 // HostKeyError reports a host key that is not pinned: the host is unknown,
-// its key differs from the pinned one, or its key is revoked. Err is the
-// knownhosts error (*knownhosts.KeyError or *knownhosts.RevokedError).
+// its key differs from the pinned one, or its key is revoked, or its host
+// certificate is not one a @cert-authority line accepts. Err is the
+// knownhosts error (*knownhosts.KeyError or *knownhosts.RevokedError), the
+// certificate check's error, or the refusal of a CA's key shown as a plain
+// host key.
 type HostKeyError struct {
 	Host  string
 	Key   ssh.PublicKey
