@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
 	"errors"
 	"log/slog"
 	"os"
@@ -65,22 +66,32 @@ func TestCertSignerAccepted(t *testing.T) {
 	if err := dialCert(t, s.srv, cs.AuthMethod()); err != nil {
 		t.Fatalf("dial with the certificate: %v", err)
 	}
-	// Another key, unknown to the server, is accepted only with a
-	// certificate of the CA.
-	other := sshxtest.NewSigner(t)
-	file := filepath.Join(t.TempDir(), "other-cert.pub")
-	now := time.Now()
-	sshxtest.WriteCertificate(t, file, sshxtest.Certificate(t, s.ca, other.PublicKey(), ssh.UserCert,
-		[]string{"alice"}, now.Add(-time.Minute), now.Add(5*time.Hour)))
-	if err := dialCert(t, s.srv, ssh.PublicKeys(other)); err == nil {
-		t.Fatal("dial with an unknown plain key succeeded; want refused")
-	}
-	ocs, err := NewCertSigner(other, file)
+	// Other keys, unknown to the server, are accepted only with a
+	// certificate of the CA; RSA keys sign with SHA-2 certificate
+	// algorithms.
+	rsaPriv, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatalf("NewCertSigner(other): %v", err)
+		t.Fatal(err)
 	}
-	if err := dialCert(t, s.srv, ocs.AuthMethod()); err != nil {
-		t.Fatalf("dial with the other key's certificate: %v", err)
+	rsaOther, err := ssh.NewSignerFromKey(rsaPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, other := range map[string]ssh.Signer{"ed25519": sshxtest.NewSigner(t), "rsa": rsaOther} {
+		file := filepath.Join(t.TempDir(), name+"-cert.pub")
+		now := time.Now()
+		sshxtest.WriteCertificate(t, file, sshxtest.Certificate(t, s.ca, other.PublicKey(), ssh.UserCert,
+			[]string{"alice"}, now.Add(-time.Minute), now.Add(5*time.Hour)))
+		if err := dialCert(t, s.srv, ssh.PublicKeys(other)); err == nil {
+			t.Fatalf("dial with an unknown plain %s key succeeded; want refused", name)
+		}
+		ocs, err := NewCertSigner(other, file)
+		if err != nil {
+			t.Fatalf("NewCertSigner(%s): %v", name, err)
+		}
+		if err := dialCert(t, s.srv, ocs.AuthMethod()); err != nil {
+			t.Fatalf("dial with the %s key's certificate: %v", name, err)
+		}
 	}
 }
 
