@@ -31,6 +31,7 @@ type config struct {
 	login           string // host:port of the login node's sshd
 	user            string
 	keyFile         string
+	certFile        string
 	loginKnownHosts string
 	nodeKnownHosts  string
 	nodeFile        string
@@ -93,6 +94,7 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 	fs.StringVar(&raw.login, "login", "", "the login node's sshd, HOST:PORT (PORT defaults to 22) (required)")
 	fs.StringVar(&c.user, "user", "", "the site account to log in as, on the login node and the compute node (required)")
 	fs.StringVar(&c.keyFile, "key", "", "the account's private key file, unencrypted (required)")
+	fs.StringVar(&c.certFile, "certificate", "", "an OpenSSH user certificate of the key, offered with it and read again at each connection (default: the plain key)")
 	fs.StringVar(&c.loginKnownHosts, "login-known-hosts", "", "known_hosts file pinning the login node's host key (required)")
 	fs.StringVar(&c.nodeKnownHosts, "node-known-hosts", "", "known_hosts file pinning the compute nodes' host keys (required)")
 	fs.StringVar(&c.nodeFile, "node-file", "", "file naming the job's compute node, empty until it is known; read again every second (required)")

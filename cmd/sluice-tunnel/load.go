@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/sluice-hpc/sluice/internal/sshx"
@@ -10,16 +11,31 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// loadHop reads the files c names (the key, both known_hosts files, the
-// node file) and returns the hop to the site. Any of them missing or
+// loadHop reads the files c names (the key and its certificate, both
+// known_hosts files, the node file) and returns the hop to the site. Any of them missing or
 // unusable is a configuration error naming its flag.
-func loadHop(c *config) (*tunnel.Hop, error) {
+func loadHop(c *config, log *slog.Logger) (*tunnel.Hop, error) {
 	var errs []error
 	// The key comes from a Secret shared through the pod's fsGroup: the
 	// group may read it.
 	signer, err := sshx.PodSigner(c.keyFile)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--key: %w", err))
+	}
+	var auth ssh.AuthMethod
+	if signer != nil {
+		auth = ssh.PublicKeys(signer)
+	}
+	if signer != nil && c.certFile != "" {
+		// Read again at each connection: a Secret updated with a renewed
+		// certificate is used without restarting the shadow.
+		cs, err := sshx.NewCertSigner(signer, c.certFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--certificate: %w", err))
+		} else {
+			cs.Logger = log
+			auth = cs.AuthMethod()
+		}
 	}
 	loginKeys, err := sshx.HostKeys(c.loginKnownHosts)
 	if err != nil {
@@ -40,7 +56,7 @@ func loadHop(c *config) (*tunnel.Hop, error) {
 	return &tunnel.Hop{
 		LoginAddr:     c.login,
 		User:          c.user,
-		Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		Auth:          []ssh.AuthMethod{auth},
 		LoginHostKeys: loginKeys,
 		NodeHostKeys:  nodeKeys,
 		NodePort:      c.nodePort,

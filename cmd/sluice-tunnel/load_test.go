@@ -3,11 +3,14 @@ package main
 import (
 	"crypto/ed25519"
 	"encoding/pem"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -70,7 +73,7 @@ func (f siteFiles) config() *config {
 
 func TestLoadHop(t *testing.T) {
 	f := writeSiteFiles(t)
-	hop, err := loadHop(f.config())
+	hop, err := loadHop(f.config(), slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +91,50 @@ func TestLoadHopGroupKey(t *testing.T) {
 	if err := os.Chmod(f.key, 0o440); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadHop(f.config()); err != nil {
+	if _, err := loadHop(f.config(), slog.Default()); err != nil {
 		t.Fatalf("key of mode 0440: %v", err)
 	}
+}
+
+// TestLoadHopCertificate: --certificate pairs the key with its certificate;
+// an expired one is refused naming the flag, the file and its window.
+func TestLoadHopCertificate(t *testing.T) {
+	f := writeSiteFiles(t)
+	signer, err := ssh.ParsePrivateKey([]byte(readFile(t, f.key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := sshxtest.NewSigner(t)
+	now := time.Now()
+	c := f.config()
+	c.certFile = filepath.Join(t.TempDir(), "id-cert.pub")
+	sshxtest.WriteCertificate(t, c.certFile, sshxtest.Certificate(t, ca, signer.PublicKey(), ssh.UserCert,
+		[]string{"alice"}, now.Add(-time.Hour), now.Add(24*time.Hour)))
+	if _, err := loadHop(c, slog.Default()); err != nil {
+		t.Fatalf("loadHop with a valid certificate: %v", err)
+	}
+	sshxtest.WriteCertificate(t, c.certFile, sshxtest.Certificate(t, ca, signer.PublicKey(), ssh.UserCert,
+		[]string{"alice"}, now.Add(-48*time.Hour), now.Add(-24*time.Hour)))
+	_, err = loadHop(c, slog.Default())
+	if err == nil || !strings.Contains(err.Error(), "--certificate: ssh certificate "+c.certFile+": expired: valid from") {
+		t.Fatalf("loadHop with an expired certificate = %v; want the --certificate validity error", err)
+	}
+}
+
+func readFile(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 func TestLoadHopEmptyNodeFile(t *testing.T) {
 	// No node yet is the normal state before the job starts.
 	f := writeSiteFiles(t)
 	write(t, f.node, "", 0o644)
-	if _, err := loadHop(f.config()); err != nil {
+	if _, err := loadHop(f.config(), slog.Default()); err != nil {
 		t.Fatalf("empty node file: %v", err)
 	}
 }
@@ -130,7 +167,7 @@ func TestLoadHopRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := writeSiteFiles(t)
 			tc.spoil(t, &f)
-			hop, err := loadHop(f.config())
+			hop, err := loadHop(f.config(), slog.Default())
 			if err == nil {
 				t.Fatalf("loadHop accepted it: %+v", hop)
 			}

@@ -109,12 +109,12 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "run 'sluice-tunnel %s -h' for usage\n", mode)
 		return exitUsage
 	}
-	hop, err := loadHop(c)
+	log := newLogger(stderr, c.logFormat, c.logLevel, mode)
+	hop, err := loadHop(c, log)
 	if err != nil {
 		printErr(stderr, mode, err)
 		return exitUsage
 	}
-	log := newLogger(stderr, c.logFormat, c.logLevel, mode)
 	if err := run(ctx, c, hop, log); err != nil {
 		log.Error("tunnel failed to start", "err", err)
 		return exitFailed

@@ -75,12 +75,26 @@ type SSH struct {
 	KeySecret     string `yaml:"KeySecret"`
 	LoginHostKeys string `yaml:"LoginHostKeys"`
 	NodeHostKeys  string `yaml:"NodeHostKeys"`
+	// KeySecretCertificate says that KeySecret also holds an OpenSSH user
+	// certificate of the key, under the key ssh-certificate, which the
+	// shadows offer with the key. Renewing it is updating the Secret: the
+	// kubelet updates the mounted file and the next connection uses it.
+	KeySecretCertificate bool `yaml:"KeySecretCertificate"`
 
 	// KeyFile and KnownHostsFile are what the virtual kubelet itself uses
 	// when it runs outside the cluster: the private key and the pinned
 	// known_hosts of the login node.
 	KeyFile        string `yaml:"KeyFile"`
 	KnownHostsFile string `yaml:"KnownHostsFile"`
+	// CertificateFile is an OpenSSH user certificate of KeyFile's key
+	// (id_*-cert.pub), offered with it. The file is read again at each
+	// connection, so a certificate renewed outside sluice is used without
+	// a restart. If empty, the plain key is offered.
+	CertificateFile string `yaml:"CertificateFile"`
+	// CertificateWarnBefore is how long before CertificateFile's
+	// certificate expires a warning is logged at each connection. If
+	// zero, 2h.
+	CertificateWarnBefore time.Duration `yaml:"CertificateWarnBefore"`
 	// InsecureIgnoreHostKeys turns host key checks off. It exists for
 	// throwaway test sites only and is logged loudly at start-up.
 	InsecureIgnoreHostKeys bool `yaml:"InsecureIgnoreHostKeys"`
@@ -176,6 +190,9 @@ func (c *Config) Default() {
 	}
 	if s.Auth == "" {
 		s.Auth = "publickey"
+	}
+	if s.CertificateFile != "" && s.CertificateWarnBefore == 0 {
+		s.CertificateWarnBefore = 2 * time.Hour
 	}
 	if s.ForwardTarget == "" {
 		s.ForwardTarget = "node"

@@ -57,6 +57,16 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func TestCertificateDefaults(t *testing.T) {
+	c, err := Parse([]byte(strings.Replace(minimal, "    KeyFile: /k\n", "    KeyFile: /k\n    CertificateFile: /k-cert.pub\n", 1)))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if h := c.Network.SSH; h.CertificateFile != "/k-cert.pub" || h.CertificateWarnBefore != 2*time.Hour {
+		t.Errorf("got CertificateFile %q CertificateWarnBefore %s; want /k-cert.pub, 2h", h.CertificateFile, h.CertificateWarnBefore)
+	}
+}
+
 func TestTunnelImage(t *testing.T) {
 	tests := []struct {
 		image string
@@ -123,6 +133,15 @@ func TestRejected(t *testing.T) {
 		{"bad sshd mode", func(s string) string {
 			return strings.Replace(s, "    User: alice\n", "    User: alice\n    Reverse:\n      Sshd: inetd\n", 1)
 		}, "Network.SSH.Reverse.Sshd"},
+		{"relative certificate", func(s string) string {
+			return strings.Replace(s, "    KeyFile: /k\n", "    KeyFile: /k\n    CertificateFile: id-cert.pub\n", 1)
+		}, "Network.SSH.CertificateFile"},
+		{"certificate with kerberos", func(s string) string {
+			return strings.Replace(s, "    KeyFile: /k\n", "    Auth: kerberos\n    CertificateFile: /c\n", 1)
+		}, "Network.SSH.CertificateFile"},
+		{"negative certificate warning", func(s string) string {
+			return strings.Replace(s, "    KeyFile: /k\n", "    KeyFile: /k\n    CertificateFile: /c\n    CertificateWarnBefore: -1h\n", 1)
+		}, "Network.SSH.CertificateWarnBefore"},
 		{"two documents", func(s string) string { return s + "---\nNodeName: b\n" }, "more than one"},
 		{"empty", func(string) string { return "" }, "empty"},
 	}

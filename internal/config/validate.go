@@ -85,10 +85,17 @@ func (c *Config) Validate() error {
 		bad("Network.SSH.Port", "must be 1-65535, got %d", h.Port)
 	}
 	oneOf(bad, "Network.SSH.Auth", h.Auth, "publickey", "kerberos")
+	if h.Auth != "publickey" && (h.CertificateFile != "" || h.KeySecretCertificate) {
+		bad("Network.SSH.CertificateFile", "a certificate needs Network.SSH.Auth publickey, got %q", h.Auth)
+	}
+	if h.CertificateWarnBefore < 0 {
+		bad("Network.SSH.CertificateWarnBefore", "must not be negative, got %s", h.CertificateWarnBefore)
+	}
 	if s.Access == AccessSSH {
 		if h.Auth == "publickey" {
 			absPath(bad, "Network.SSH.KeyFile", h.KeyFile, true)
 		}
+		absPath(bad, "Network.SSH.CertificateFile", h.CertificateFile, false)
 		if !h.InsecureIgnoreHostKeys {
 			absPath(bad, "Network.SSH.KnownHostsFile", h.KnownHostsFile, true)
 		}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 )
 
 // Node-level names.
@@ -118,6 +119,12 @@ type NodeStatus struct {
 	Timeout time.Duration
 	// Logger. If nil, slog.Default().
 	Logger *slog.Logger
+	// Certificate, if set, is checked with the site: its answer is the
+	// condition SSHCertificateValid (ConditionSSHCertificate).
+	Certificate CertificateCheck
+	// Recorder, if set, receives a Warning Event on the node when
+	// SSHCertificateValid turns False.
+	Recorder record.EventRecorder
 
 	mu     sync.Mutex
 	notify func(*corev1.Node)
@@ -186,19 +193,21 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	if err != nil {
 		status, reason, msg = corev1.ConditionFalse, "SiteUnreachable", err.Error()
 	}
+	now := time.Now()
 	s.mu.Lock()
-	changed := setNodeCondition(s.Node, ConditionSiteReachable, status, reason, msg, time.Now())
+	changed := setNodeCondition(s.Node, ConditionSiteReachable, status, reason, msg, now)
+	certChanged, certWarn := s.checkCertificate(now)
 	cb, n := s.notify, s.Node.DeepCopy()
-	push := changed || s.dirty
+	push := changed || certChanged || s.dirty
 	s.dirty = push && cb == nil
 	s.mu.Unlock()
+	if certWarn != nil {
+		s.warnCertificate(certWarn)
+	}
 	if !push {
 		return
 	}
-	log := s.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := s.logger()
 	switch {
 	case !changed:
 	case err != nil:

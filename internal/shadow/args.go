@@ -16,14 +16,19 @@ const podIPEnv = "POD_IP"
 // commonArgs are the flags both tunnel commands start with: how to reach
 // the login node and, through it, the compute node named in the node file.
 func (s Spec) commonArgs() []string {
-	return []string{
+	args := []string{
 		"--login=" + s.loginAddr(),
 		"--user=" + s.User,
 		"--key=" + path.Join(mountSSH, keyPrivate),
-		"--login-known-hosts=" + path.Join(mountLoginHosts, keyKnownHosts),
-		"--node-known-hosts=" + path.Join(mountNodeHosts, keyKnownHosts),
-		"--node-file=" + path.Join(mountNode, NodeKey),
 	}
+	if s.KeySecretCertificate {
+		args = append(args, "--certificate="+path.Join(mountSSH, keyCert))
+	}
+	return append(args,
+		"--login-known-hosts="+path.Join(mountLoginHosts, keyKnownHosts),
+		"--node-known-hosts="+path.Join(mountNodeHosts, keyKnownHosts),
+		"--node-file="+path.Join(mountNode, NodeKey),
+	)
 }
 
 // forwardArgs are the arguments of `sluice-tunnel forward` for the ports
@@ -107,14 +112,20 @@ func (s Spec) holdContainer() corev1.Container {
 	}
 }
 
-// tunnelVolumes are the volumes of the tunnel containers: the key, both
-// known_hosts and the node ConfigMap of the shadow name.
+// tunnelVolumes are the volumes of the tunnel containers: the key (and its
+// certificate, with KeySecretCertificate), both known_hosts and the node
+// ConfigMap of the shadow name. The Secret is mounted whole, not by
+// subPath, so that the kubelet updates a renewed certificate in place.
 func (s Spec) tunnelVolumes(name string) []corev1.Volume {
 	mode := keyMode
+	items := []corev1.KeyToPath{{Key: keyPrivate, Path: keyPrivate}}
+	if s.KeySecretCertificate {
+		items = append(items, corev1.KeyToPath{Key: keyCert, Path: keyCert})
+	}
 	return []corev1.Volume{
 		{Name: volSSH, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  s.KeySecret,
-			Items:       []corev1.KeyToPath{{Key: keyPrivate, Path: keyPrivate}},
+			Items:       items,
 			DefaultMode: &mode,
 		}}},
 		{Name: volLoginHosts, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

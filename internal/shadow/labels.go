@@ -59,6 +59,7 @@ const (
 	mountNode       = "/etc/sluice/node"
 
 	keyPrivate    = "ssh-privatekey"
+	keyCert       = "ssh-certificate"
 	keyKnownHosts = "known_hosts"
 
 	volSSH        = "ssh-key"

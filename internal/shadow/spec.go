@@ -30,6 +30,10 @@ type Spec struct {
 	KeySecret     string
 	LoginHostKeys string
 	NodeHostKeys  string
+	// KeySecretCertificate says KeySecret also holds the key's OpenSSH user
+	// certificate, key ssh-certificate; the tunnels offer it with the key
+	// and read it again at each connection (Network.SSH.KeySecretCertificate).
+	KeySecretCertificate bool
 	// ForwardTarget is "node" or "login" (Network.SSH.ForwardTarget).
 	ForwardTarget string
 	// TunnelImage runs the tunnel containers.
@@ -64,6 +68,7 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 		LoginPort:            h.Port,
 		User:                 h.User,
 		KeySecret:            h.KeySecret,
+		KeySecretCertificate: h.KeySecretCertificate,
 		LoginHostKeys:        h.LoginHostKeys,
 		NodeHostKeys:         h.NodeHostKeys,
 		ForwardTarget:        h.ForwardTarget,

@@ -12,8 +12,9 @@ import (
 )
 
 // Open returns the runner the configuration asks for: an SSH connection to
-// the login node with the key and pinned known_hosts the configuration
-// names, or the local runner. The SSH connection is made on first use.
+// the login node with the key (and its certificate, read again at each
+// connection) and pinned known_hosts the configuration names, or the local
+// runner. The SSH connection is made on first use.
 func Open(c *config.Config, log *slog.Logger) (Runner, error) {
 	if log == nil {
 		log = slog.Default()
@@ -29,6 +30,15 @@ func Open(c *config.Config, log *slog.Logger) (Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open site: Network.SSH.KeyFile: %w", err)
 	}
+	auth := ssh.PublicKeys(signer)
+	if h.CertificateFile != "" {
+		cs, err := sshx.NewCertSigner(signer, h.CertificateFile)
+		if err != nil {
+			return nil, fmt.Errorf("open site: Network.SSH.CertificateFile: %w", err)
+		}
+		cs.WarnBefore, cs.Logger = h.CertificateWarnBefore, log
+		auth = cs.AuthMethod()
+	}
 	var hostKeys ssh.HostKeyCallback
 	if h.InsecureIgnoreHostKeys {
 		log.Warn("host key checks are OFF for the login node: anyone on the path can read and change what sluice sends (Network.SSH.InsecureIgnoreHostKeys)",
@@ -40,7 +50,7 @@ func Open(c *config.Config, log *slog.Logger) (Runner, error) {
 	r, err := NewSSH(SSHConfig{
 		Addr:            net.JoinHostPort(h.LoginHost, strconv.Itoa(h.Port)),
 		User:            h.User,
-		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		Auth:            []ssh.AuthMethod{auth},
 		HostKeyCallback: hostKeys,
 		Logger:          log,
 	})

@@ -69,6 +69,11 @@ func (m *metricsServer) registerNode(status *provider.NodeStatus) error {
 	return m.reg.Register(g)
 }
 
+// registerCertificate adds the expiry of the SSH user certificate in file.
+func (m *metricsServer) registerCertificate(file string) error {
+	return m.reg.Register(newCertExpiry(file))
+}
+
 // serve serves until ctx ends; a failure is logged, not fatal: the node
 // runs on without its metrics.
 func (m *metricsServer) serve(ctx context.Context) {

@@ -183,9 +183,18 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		return fmt.Errorf("pod controller: %w", err)
 	}
 	status := &provider.NodeStatus{Node: nodeObj.DeepCopy(), Check: healthCheck(runner), Logger: log}
+	if h := cfg.Network.SSH; h.CertificateFile != "" && usesCertificate(cfg, opts) {
+		status.Certificate = certificateCheck(h.CertificateFile, h.CertificateWarnBefore)
+		status.Recorder = recorder
+	}
 	if ms != nil {
 		if err := ms.registerNode(status); err != nil {
 			return fmt.Errorf("metrics: %w", err)
+		}
+		if f := cfg.Network.SSH.CertificateFile; f != "" && usesCertificate(cfg, opts) {
+			if err := ms.registerCertificate(f); err != nil {
+				return fmt.Errorf("metrics: %w", err)
+			}
 		}
 	}
 	nc, err := node.NewNodeController(status, nodeObj, client.CoreV1().Nodes(),

@@ -1,5 +1,6 @@
 // Package sshxtest runs an SSH server in the test process, on 127.0.0.1, for
-// tests of SSH clients: it authenticates one client key, runs exec requests
+// tests of SSH clients: it authenticates one client key (and, when told,
+// user certificates of a CA), runs exec requests
 // with /bin/sh -c, serves the sftp subsystem from the local filesystem and
 // answers keepalives. Tests can drop every connection (as a restarted sshd
 // would) and make it stop answering keepalives (as a hung link would).
@@ -34,6 +35,8 @@ type Server struct {
 	peak     atomic.Int64 // most sessions open at once on one connection
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
+	userCA   ssh.PublicKey // user certificates it signs are accepted; nil for none
+	hostCert ssh.Signer    // offered instead of HostKey; nil for none
 	wg       sync.WaitGroup
 	logf     func(format string, args ...any)
 }
@@ -41,8 +44,14 @@ type Server struct {
 // Start starts a server and stops it when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWithHostKey(t, NewSigner(t))
+}
+
+// StartWithHostKey starts a server whose host key is hostKey.
+func StartWithHostKey(t testing.TB, hostKey ssh.Signer) *Server {
+	t.Helper()
 	s := &Server{
-		HostKey:   NewSigner(t),
+		HostKey:   hostKey,
 		ClientKey: NewSigner(t),
 		conns:     make(map[net.Conn]struct{}),
 		logf:      t.Logf,
@@ -144,17 +153,52 @@ func (s *Server) accept() {
 	}
 }
 
+// TrustUserCA makes the server accept, from new connections on, the user
+// certificates ca signs (for any principal), as sshd's TrustedUserCAKeys.
+func (s *Server) TrustUserCA(ca ssh.PublicKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.userCA = ca
+}
+
+// SetHostCertificate makes the server offer cert, a host certificate of
+// HostKey, as its host key from new connections on, as sshd's
+// HostCertificate.
+func (s *Server) SetHostCertificate(cert *ssh.Certificate) error {
+	signer, err := ssh.NewCertSigner(cert, s.HostKey)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hostCert = signer
+	return nil
+}
+
 func (s *Server) config() *ssh.ServerConfig {
 	want := s.ClientKey.PublicKey().Marshal()
-	cfg := &ssh.ServerConfig{
-		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if string(key.Marshal()) != string(want) {
-				return nil, errors.New("sshxtest: unknown client key")
-			}
-			return &ssh.Permissions{}, nil
-		},
+	s.mu.Lock()
+	ca, hostKey := s.userCA, s.HostKey
+	if s.hostCert != nil {
+		hostKey = s.hostCert
 	}
-	cfg.AddHostKey(s.HostKey)
+	s.mu.Unlock()
+	plain := func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(key.Marshal()) != string(want) {
+			return nil, errors.New("sshxtest: unknown client key")
+		}
+		return &ssh.Permissions{}, nil
+	}
+	checker := &ssh.CertChecker{
+		IsUserAuthority: func(auth ssh.PublicKey) bool {
+			return ca != nil && string(auth.Marshal()) == string(ca.Marshal())
+		},
+		UserKeyFallback: plain,
+	}
+	// Authenticate checks the certificate's principals against the user
+	// and its validity window, as sshd does.
+	cfg := &ssh.ServerConfig{PublicKeyCallback: checker.Authenticate}
+	cfg.AddHostKey(hostKey)
 	return cfg
 }
 
