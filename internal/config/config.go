@@ -77,6 +77,10 @@ type SSH struct {
 	// known_hosts of the login node.
 	KeyFile        string `yaml:"KeyFile"`
 	KnownHostsFile string `yaml:"KnownHostsFile"`
+	// NodeKnownHostsFile pins the compute nodes' host keys for the virtual
+	// kubelet itself: `kubectl port-forward` reaches a job's node through
+	// the login node with them. If empty, port-forward answers an error.
+	NodeKnownHostsFile string `yaml:"NodeKnownHostsFile"`
 	// InsecureIgnoreHostKeys turns host key checks off. It exists for
 	// throwaway test sites only and is logged loudly at start-up.
 	InsecureIgnoreHostKeys bool `yaml:"InsecureIgnoreHostKeys"`
