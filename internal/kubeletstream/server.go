@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/slurm"
 )
 
 // Jobs finds the running job of a pod; *provider.Provider implements it.
@@ -20,6 +21,9 @@ type Server struct {
 	// Conns reaches the nodes. If nil, port-forward answers
 	// ErrNoNodeHostKeys.
 	Conns *Conns
+	// Runtime is the site's container runtime, the way exec enters a
+	// container.
+	Runtime slurm.Runtime
 	// Limits bound the sessions open at once; see Sessions.
 	Limits Limits
 	// Logger. If nil, slog.Default().

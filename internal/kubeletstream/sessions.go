@@ -41,6 +41,9 @@ type sessions struct {
 	total int
 }
 
+// errNoAttach answers kubectl attach, which sluice does not serve yet.
+var errNoAttach = errors.New("attach: not supported by sluice yet: read the output with kubectl logs -f, or run a shell with kubectl exec -it")
+
 // errTooMany is the refusal of a session beyond a limit.
 var errTooMany = errors.New("too many sessions")
 
@@ -115,6 +118,11 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 		log := s.log().With("session", t.kind, "pod", t.namespace+"/"+t.pod, "user", user)
 		if t.container != "" {
 			log = log.With("container", t.container)
+		}
+		if t.kind == "attach" {
+			log.Info("kubeletstream: session refused", "err", errNoAttach)
+			http.Error(w, errNoAttach.Error(), http.StatusNotImplemented)
+			return
 		}
 		job, err := s.Jobs.RunningJob(t.namespace, t.pod)
 		if err != nil {

@@ -130,6 +130,9 @@ func TestWrapRefusesAndLogsWithTheUser(t *testing.T) {
 	if w := do("/exec/ns/pending/main?command=sh"); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "not running") {
 		t.Errorf("got %d %q for a pending pod; want 409 saying it is not running", w.Code, w.Body)
 	}
+	if w := do("/attach/ns/run/main"); w.Code != http.StatusNotImplemented || !strings.Contains(w.Body.String(), "kubectl logs -f") {
+		t.Errorf("got %d %q for attach; want 501 saying what to use instead", w.Code, w.Body)
+	}
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- do("/portForward/ns/run") }()
 	<-entered

@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -17,6 +18,19 @@ type RunningJob struct {
 	Host string
 	// Pod is the pod as the provider last reported it.
 	Pod *corev1.Pod
+	// Containers are the job's init containers and containers as they
+	// were submitted.
+	Containers []slurm.Container
+}
+
+// Container returns the job's container name, or false.
+func (j RunningJob) Container(name string) (slurm.Container, bool) {
+	for _, c := range j.Containers {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return slurm.Container{}, false
 }
 
 // ErrNotRunning is wrapped by RunningJob's error for a pod whose job does
@@ -46,5 +60,5 @@ func (p *Provider) RunningJob(namespace, name string) (RunningJob, error) {
 	case st.last.BatchHost == "":
 		return RunningJob{}, fmt.Errorf("pod %s/%s: %w: Slurm job %s has no batch host yet", namespace, name, ErrNotRunning, st.ref.JobID)
 	}
-	return RunningJob{Ref: st.ref, Host: st.last.BatchHost, Pod: st.pod.DeepCopy()}, nil
+	return RunningJob{Ref: st.ref, Host: st.last.BatchHost, Pod: st.pod.DeepCopy(), Containers: slices.Clone(st.containers)}, nil
 }

@@ -34,6 +34,12 @@ func TestRunningJobOnlyWhileTheJobRuns(t *testing.T) {
 	if err != nil || job.Host != "node1" || job.Ref.JobID != "101" || job.Pod == nil || job.Pod.Name != "ok" {
 		t.Fatalf("got %+v, %v; want job 101 on node1 with its pod", job, err)
 	}
+	if c, ok := job.Container("main"); !ok || c.EnvFile == "" {
+		t.Errorf("got container main %+v, %v; want it as submitted", c, ok)
+	}
+	if _, ok := job.Container("nope"); ok {
+		t.Errorf("got a container nope; want none")
+	}
 
 	h.jobs.setState("uid-ok", slurm.Status{State: slurm.StateCompleted, BatchHost: "node1",
 		Containers: map[string]slurm.ContainerStatus{"main": {Started: true, Finished: true}}})

@@ -64,7 +64,8 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 		return nil, err
 	}
 	h := api.PodHandler(api.PodHandlerConfig{
-		PortForward: streams.PortForward,
+		PortForward:    streams.PortForward,
+		RunInContainer: streams.Exec,
 		// A kubelet's streamingConnectionIdleTimeout. Both are set:
 		// virtual-kubelet v1.14 swaps the two for port-forward.
 		StreamIdleTimeout:     streamIdleTimeout,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/kubeletstream"
+	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
@@ -18,9 +19,10 @@ import (
 // no connections, and port-forward answers an error saying what to set.
 func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger) (*kubeletstream.Server, error) {
 	s := &kubeletstream.Server{
-		Jobs:   jobs,
-		Limits: kubeletstream.Limits{PerPod: cfg.Node.KubeletAPI.MaxSessionsPerPod, PerNode: cfg.Node.KubeletAPI.MaxSessionsPerNode},
-		Logger: log,
+		Jobs:    jobs,
+		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime),
+		Limits:  kubeletstream.Limits{PerPod: cfg.Node.KubeletAPI.MaxSessionsPerPod, PerNode: cfg.Node.KubeletAPI.MaxSessionsPerNode},
+		Logger:  log,
 	}
 	h := cfg.Network.SSH
 	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" || h.Auth != "publickey" {
