@@ -9,14 +9,34 @@ import (
 )
 
 // execScript runs, on the node inside the job's allocation, what `kubectl
-// exec` asks: it takes the container's environment from ENV_FILE (as the
-// batch script's sluice_run does), enters DIR when it is not empty, and
-// execs the rest of its arguments.
+// exec` asks: sluice-exec ENV_FILE DIR HOSTS_REF COMMAND... takes the
+// container's environment from ENV_FILE (as the batch script's sluice_run
+// does), enters DIR, and, when HOSTS_REF names the reverse tunnel's hosts
+// copy, binds it over /etc/hosts as the job's containers have it (ch-run's
+// -b, or APPTAINER_BIND); then it execs COMMAND. Empty arguments are
+// skipped.
 const execScript = `set -a
+# shellcheck source=/dev/null
 if [ -n "$1" ]; then . "$1" || exit 126; fi
 set +a
 if [ -n "$2" ]; then cd "$2" || exit 126; fi
-shift 2
+sluice_hosts=
+if [ -n "$3" ] && [ -r "$3" ]; then read -r sluice_hosts <"$3"; fi
+shift 3
+if [ -n "$sluice_hosts" ] && [ -f "$sluice_hosts" ]; then
+	case $1 in
+	ch-run | */ch-run)
+		sluice_bin=$1
+		shift
+		set -- "$sluice_bin" -b "$sluice_hosts:/etc/hosts" "$@"
+		;;
+	*)
+		sluice_bind=${APPTAINER_BIND:-${SINGULARITY_BIND:-}}
+		APPTAINER_BIND=${sluice_bind:+$sluice_bind,}$sluice_hosts:/etc/hosts
+		export APPTAINER_BIND
+		;;
+	esac
+fi
 exec "$@"`
 
 // ExecOptions say which step to run a command in.
@@ -60,17 +80,18 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	} else {
 		argv = append(argv, "--unbuffered")
 	}
-	env, dir := "", ""
+	env, dir, hosts := "", "", o.JobDir+"/"+execHostsFile
 	if c.EnvFile != "" {
 		env = o.JobDir + "/" + c.EnvFile
 	}
 	if r == RuntimeNone {
+		hosts = ""
 		dir = o.JobDir
 		if c.WorkingDir != "" {
 			dir = c.WorkingDir
 		}
 	}
-	argv = append(argv, "--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir)
+	argv = append(argv, "--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir, hosts)
 	if b := r.Binary(); b != "" {
 		argv = append(argv, b)
 	}

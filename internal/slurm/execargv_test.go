@@ -16,7 +16,11 @@ func TestExecArgv(t *testing.T) {
 	o := ExecOptions{JobID: "42", Host: "node1", JobDir: "/data/ns-uid"}
 	head := []string{"srun", "--jobid=42", "--overlap", "--nodelist=node1", "--nodes=1", "--ntasks=1", "--quiet"}
 	tail := func(env, dir string) []string {
-		return []string{"--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir}
+		hosts := "/data/ns-uid/exec.hosts"
+		if dir != "" {
+			hosts = ""
+		}
+		return []string{"--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir, hosts}
 	}
 	for _, tc := range []struct {
 		name string
@@ -46,7 +50,7 @@ func TestExecArgv(t *testing.T) {
 		})
 	}
 	none := Container{Name: "main", Command: []string{"x"}}
-	if got, _ := RuntimeNone.ExecArgv(none, []string{"pwd"}, o); got[len(got)-2] != "/data/ns-uid" {
+	if got, _ := RuntimeNone.ExecArgv(none, []string{"pwd"}, o); got[len(got)-3] != "/data/ns-uid" {
 		t.Errorf("got %q; want RuntimeNone to enter the job directory without a working directory", got)
 	}
 	for _, bad := range []struct {
@@ -66,6 +70,10 @@ func TestExecArgv(t *testing.T) {
 	}
 }
 
+func TestExecScriptPassesShellCheck(t *testing.T) {
+	checkShell(t, []byte("#!/bin/sh\n"+execScript+"\n"))
+}
+
 // TestExecScriptRuns runs execScript under sh as srun would: the
 // environment file is read, the directory entered, the command's exit
 // code returned.
@@ -75,7 +83,7 @@ func TestExecScriptRuns(t *testing.T) {
 	if err := os.WriteFile(env, []byte("GREETING='hello world'\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("/bin/sh", "-c", execScript, "sluice-exec", env, dir, "sh", "-c", `echo "$GREETING in $(pwd)"; exit 3`).Output()
+	out, err := exec.Command("/bin/sh", "-c", execScript, "sluice-exec", env, dir, "", "sh", "-c", `echo "$GREETING in $(pwd)"; exit 3`).Output()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
 		t.Errorf("got %v; want exit code 3", err)
@@ -83,8 +91,31 @@ func TestExecScriptRuns(t *testing.T) {
 	if got, want := strings.TrimSpace(string(out)), "hello world in "+dir; got != want {
 		t.Errorf("got %q; want %q", got, want)
 	}
-	out, err = exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", "echo", "plain").Output()
+	out, err = exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", filepath.Join(dir, "missing"), "echo", "plain").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "plain" {
-		t.Errorf("got %q, %v without env file and directory; want plain", out, err)
+		t.Errorf("got %q, %v without env file, directory or hosts copy; want plain", out, err)
+	}
+
+	// With a hosts copy recorded: ch-run gets -b, others APPTAINER_BIND.
+	hosts, ref := filepath.Join(dir, "hosts.abc"), filepath.Join(dir, "exec.hosts")
+	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref, []byte(hosts+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "ch-run"), []byte("#!/bin/sh\nprintf '%s|' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", ref, filepath.Join(bin, "ch-run"), "/img", "--", "cat").Output()
+	if want := "-b|" + hosts + ":/etc/hosts|/img|--|cat|"; err != nil || string(out) != want {
+		t.Errorf("ch-run got %q, %v; want %q", out, err, want)
+	}
+	cmd := exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", ref, "sh", "-c", `printf %s "$APPTAINER_BIND"`)
+	cmd.Env = append(os.Environ(), "SINGULARITY_BIND=/a:/b", "APPTAINER_BIND=")
+	out, err = cmd.Output()
+	if want := "/a:/b," + hosts + ":/etc/hosts"; err != nil || string(out) != want {
+		t.Errorf("APPTAINER_BIND got %q, %v; want %q", out, err, want)
 	}
 }

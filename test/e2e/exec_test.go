@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/testrig"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -248,4 +250,18 @@ func nodeProcs(t *testing.T, s string) []string {
 		}
 	}
 	return found
+}
+
+// TestExecSeesTheReverseTunnelsNames: in a pod with reverse forwards, exec
+// sees the container's /etc/hosts, the names mapped to the relay, not the
+// node's.
+func TestExecSeesTheReverseTunnelsNames(t *testing.T) {
+	keys := testrig.Load(t).Get(t, "RIG_NODE_KNOWN_HOSTS")
+	e := newTunnelEnv(t, tunnelOpts{ssh: "    NodeKnownHostsFile: " + keys + "\n"})
+	e.create(e.reversePod("rev"))
+	e.waitFor("the job's first tick through the tunnel", 180*time.Second, func() bool { return len(e.ticks("rev")) > 0 })
+	out, code := e.kubectl("exec", "rev", "--", "cat", "/etc/hosts")
+	if code != 0 || !strings.Contains(out, "# sluice: the reverse tunnel") || !regexp.MustCompile(`(?m)^127\.\S+ redis$`).MatchString(out) {
+		t.Errorf("exec cat /etc/hosts: exit %d:\n%s\nwant the hosts copy mapping redis to the relay", code, out)
+	}
 }
