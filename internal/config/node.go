@@ -80,7 +80,9 @@ type KubeletAPI struct {
 	ClientCAFile string `yaml:"ClientCAFile"`
 	// MaxSessionsPerPod and MaxSessionsPerNode bound the streaming sessions
 	// (port-forward, exec, attach) open at once on one pod and on the whole
-	// node; one more is refused with 429. If zero, 4 and 16.
+	// node; one more is refused with 429. If zero, 4 and 8: each exec holds
+	// a session on one SSH connection to the login node, whose sshd allows
+	// MaxSessions (OpenSSH: 10).
 	MaxSessionsPerPod  int `yaml:"MaxSessionsPerPod"`
 	MaxSessionsPerNode int `yaml:"MaxSessionsPerNode"`
 }
@@ -88,7 +90,7 @@ type KubeletAPI struct {
 // Default session limits of the kubelet API.
 const (
 	DefaultMaxSessionsPerPod  = 4
-	DefaultMaxSessionsPerNode = 16
+	DefaultMaxSessionsPerNode = 8
 )
 
 // DefaultKubeletPort is the kubelet API's port when Listen is empty.

@@ -16,7 +16,9 @@ import (
 // Limits bound the streaming sessions open at once.
 type Limits struct {
 	// PerPod and PerNode bound the sessions of one pod and of the whole
-	// node. If zero, 4 and 16.
+	// node. If zero, 4 and 8. Each exec holds a session on the one login
+	// connection, so PerNode stays within the login sshd's MaxSessions
+	// (OpenSSH: 10).
 	PerPod, PerNode int
 }
 
@@ -29,7 +31,7 @@ func (l Limits) perPod() int {
 
 func (l Limits) perNode() int {
 	if l.PerNode <= 0 {
-		return 16
+		return 8
 	}
 	return l.PerNode
 }

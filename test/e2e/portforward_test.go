@@ -44,8 +44,9 @@ func (e *env) restConfig() *rest.Config {
 }
 
 // portForward forwards a local port of 127.0.0.1 to port of pod, over
-// websocket (as kubectl does first) or SPDY, and returns the local address.
-func (e *env) portForward(rc *rest.Config, pod string, port int, websocket bool) string {
+// websocket (as kubectl does first) or SPDY, and returns the local address
+// and the function that stops forwarding (also called at cleanup).
+func (e *env) portForward(rc *rest.Config, pod string, port int, websocket bool) (string, func()) {
 	e.t.Helper()
 	u := e.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(e.ns).Name(pod).SubResource("portforward").URL()
 	transport, upgrader, err := spdy.RoundTripperFor(rc)
@@ -66,7 +67,9 @@ func (e *env) portForward(rc *rest.Config, pod string, port int, websocket bool)
 	}
 	done := make(chan error, 1)
 	go func() { done <- pf.ForwardPorts() }()
-	e.t.Cleanup(func() { close(stop); <-done })
+	var once sync.Once
+	end := func() { once.Do(func() { close(stop); <-done }) }
+	e.t.Cleanup(end)
 	select {
 	case <-ready:
 	case err := <-done:
@@ -78,7 +81,7 @@ func (e *env) portForward(rc *rest.Config, pod string, port int, websocket bool)
 	if err != nil || len(ports) != 1 {
 		e.t.Fatalf("port-forward ports: %v, %v", ports, err)
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local)))
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), end
 }
 
 // TestPortForwardToTheJobsLoopback: kubectl port-forward (client-go's, over
@@ -105,8 +108,9 @@ busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$
 			// A first connection before httpd listens ends the session:
 			// client-go stops forwarding on an error.
 			var addr string
+			var end func()
 			for deadline := time.Now().Add(30 * time.Second); ; {
-				addr = e.portForward(rc, "pf", port, ws)
+				addr, end = e.portForward(rc, "pf", port, ws)
 				body, err := httpGet(addr, "/hello")
 				if err == nil && strings.Contains(body, "served-by-the-job") {
 					break
@@ -146,11 +150,21 @@ busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$
 			if n != 64<<20 || !strings.Contains(sum, got) {
 				t.Errorf("got %d bytes with sha256 %s; want %d bytes and the job's sum (%q)", n, got, 64<<20, sum)
 			}
+			// Forwarding stopped, the node keeps no session of it.
+			user := e.rig.Get(t, "RIG_USER")
+			if pids, err := sessionPids(nodeNetns, user); err != nil || len(pids) == 0 {
+				t.Errorf("got sshd sessions %v (%v) on the node while forwarding; want the port-forward's", pids, err)
+			}
+			end()
+			e.waitFor("no sshd session of the port-forward on the node", 20*time.Second, func() bool {
+				pids, err := sessionPids(nodeNetns, user)
+				return err == nil && len(pids) == 0
+			})
 		})
 	}
 
 	t.Run("closed port", func(t *testing.T) {
-		addr := e.portForward(rc, "pf", port+1, true)
+		addr, _ := e.portForward(rc, "pf", port+1, true)
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
