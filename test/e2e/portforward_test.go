@@ -152,9 +152,20 @@ busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$
 			}
 			// Forwarding stopped, the node keeps no session of it.
 			user := e.rig.Get(t, "RIG_USER")
-			if pids, err := sessionPids(nodeNetns, user); err != nil || len(pids) == 0 {
-				t.Errorf("got sshd sessions %v (%v) on the node while forwarding; want the port-forward's", pids, err)
+			// A stream open mid-transfer holds the node's session.
+			open, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
 			}
+			fmt.Fprintf(open, "GET /big HTTP/1.0\r\n\r\n")
+			_ = open.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := io.ReadFull(open, make([]byte, 1<<20)); err != nil {
+				t.Fatalf("first MiB: %v", err)
+			}
+			if pids, err := sessionPids(nodeNetns, user); err != nil || len(pids) == 0 {
+				t.Errorf("got sshd sessions %v (%v) on the node mid-transfer; want the port-forward's", pids, err)
+			}
+			open.Close()
 			end()
 			e.waitFor("no sshd session of the port-forward on the node", 20*time.Second, func() bool {
 				pids, err := sessionPids(nodeNetns, user)
