@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,18 @@ func TestExecRunsInTheContainer(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "0" {
 		t.Errorf("exec -i wc -c with no input: exit %d, %q; want 0", code, out)
 	}
+
+	// How long an exec takes, end to end (kubectl's own start-up included).
+	var took []time.Duration
+	for range 10 {
+		start := time.Now()
+		if _, code := e.kubectl("exec", "ex", "--", "true"); code != 0 {
+			t.Fatalf("exec true: exit %d", code)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("kubectl exec -- true over 10 runs: p50 %v, max %v", took[5].Round(time.Millisecond), took[9].Round(time.Millisecond))
 
 	t.Run("tty", func(t *testing.T) {
 		rc := e.restConfig()
