@@ -119,3 +119,23 @@ func TestExecScriptRuns(t *testing.T) {
 		t.Errorf("APPTAINER_BIND got %q, %v; want %q", out, err, want)
 	}
 }
+
+// FuzzExecArgv: whatever kubectl sends as the command, ExecArgv refuses
+// it or ends its command line with exactly it, after the fixed script.
+func FuzzExecArgv(f *testing.F) {
+	f.Add("cat", "/etc/hosts")
+	f.Add("sh", "-c 'exit 3'")
+	f.Add("a\x00b", "")
+	f.Add("--", "-b /:/etc")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		cmd := []string{a, b}
+		c := Container{Name: "main", Image: "/img", Command: []string{"x"}}
+		got, err := RuntimeCharliecloud.ExecArgv(c, cmd, ExecOptions{JobID: "1", Host: "node1", JobDir: "/d"})
+		if err != nil {
+			return
+		}
+		if !slices.Equal(got[len(got)-2:], cmd) || got[len(got)-3] != "--" || !slices.Contains(got, execScript) {
+			t.Errorf("ExecArgv(%q) = %q", cmd, got)
+		}
+	})
+}
