@@ -95,6 +95,10 @@ type SSH struct {
 	// certificate expires a warning is logged at each connection. If
 	// zero, 2h.
 	CertificateWarnBefore time.Duration `yaml:"CertificateWarnBefore"`
+	// NodeKnownHostsFile pins the compute nodes' host keys for the virtual
+	// kubelet itself: `kubectl port-forward` reaches a job's node through
+	// the login node with them. If empty, port-forward answers an error.
+	NodeKnownHostsFile string `yaml:"NodeKnownHostsFile"`
 	// InsecureIgnoreHostKeys turns host key checks off. It exists for
 	// throwaway test sites only and is logged loudly at start-up.
 	InsecureIgnoreHostKeys bool `yaml:"InsecureIgnoreHostKeys"`

@@ -124,6 +124,9 @@ func TestRejected(t *testing.T) {
 		{"bad user", func(s string) string { return strings.Replace(s, "User: alice", "User: \"alice; rm -rf /\"", 1) }, "Network.SSH.User"},
 		{"bad login host", func(s string) string { return strings.Replace(s, "10.0.0.2", "\"-oProxyCommand=x\"", 1) }, "Network.SSH.LoginHost"},
 		{"no known hosts", func(s string) string { return strings.Replace(s, "    KnownHostsFile: /kh\n", "", 1) }, "Network.SSH.KnownHostsFile"},
+		{"relative node known hosts", func(s string) string {
+			return strings.Replace(s, "    KnownHostsFile: /kh\n", "    KnownHostsFile: /kh\n    NodeKnownHostsFile: nkh\n", 1)
+		}, "Network.SSH.NodeKnownHostsFile"},
 		{"bad forward target", func(s string) string {
 			return strings.Replace(s, "    User: alice\n", "    User: alice\n    ForwardTarget: compute\n", 1)
 		}, "Network.SSH.ForwardTarget"},

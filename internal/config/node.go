@@ -78,7 +78,20 @@ type KubeletAPI struct {
 	// server (from its kubeconfig or the in-cluster CA) is used. Requests
 	// are then authorised with a SubjectAccessReview, as a kubelet does.
 	ClientCAFile string `yaml:"ClientCAFile"`
+	// MaxSessionsPerPod and MaxSessionsPerNode bound the streaming sessions
+	// (port-forward, exec, attach) open at once on one pod and on the whole
+	// node; one more is refused with 429. If zero, 4 and 8: each exec holds
+	// a session on one SSH connection to the login node, whose sshd allows
+	// MaxSessions (OpenSSH: 10).
+	MaxSessionsPerPod  int `yaml:"MaxSessionsPerPod"`
+	MaxSessionsPerNode int `yaml:"MaxSessionsPerNode"`
 }
+
+// Default session limits of the kubelet API.
+const (
+	DefaultMaxSessionsPerPod  = 4
+	DefaultMaxSessionsPerNode = 8
+)
 
 // DefaultKubeletPort is the kubelet API's port when Listen is empty.
 const DefaultKubeletPort = 10250
@@ -95,6 +108,12 @@ func (n *Node) Default() {
 	}
 	if n.KubeletAPI.Listen == "" {
 		n.KubeletAPI.Listen = net.JoinHostPort(n.InternalIP, strconv.Itoa(DefaultKubeletPort))
+	}
+	if n.KubeletAPI.MaxSessionsPerPod == 0 {
+		n.KubeletAPI.MaxSessionsPerPod = DefaultMaxSessionsPerPod
+	}
+	if n.KubeletAPI.MaxSessionsPerNode == 0 {
+		n.KubeletAPI.MaxSessionsPerNode = DefaultMaxSessionsPerNode
 	}
 	if len(n.Taints) == 0 {
 		n.Taints = []Taint{SluiceTaint}
@@ -157,6 +176,12 @@ func (n *Node) validate(bad reporter) {
 	absPath(bad, "Node.KubeletAPI.CertFile", a.CertFile, false)
 	absPath(bad, "Node.KubeletAPI.KeyFile", a.KeyFile, false)
 	absPath(bad, "Node.KubeletAPI.ClientCAFile", a.ClientCAFile, false)
+	if a.MaxSessionsPerPod < 0 {
+		bad("Node.KubeletAPI.MaxSessionsPerPod", "must not be negative, got %d", a.MaxSessionsPerPod)
+	}
+	if a.MaxSessionsPerNode < a.MaxSessionsPerPod {
+		bad("Node.KubeletAPI.MaxSessionsPerNode", "must be at least MaxSessionsPerPod (%d), got %d", a.MaxSessionsPerPod, a.MaxSessionsPerNode)
+	}
 }
 
 // validateTaints checks each taint, that no two share a key and an effect,

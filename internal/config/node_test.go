@@ -90,6 +90,8 @@ func TestNodeRejected(t *testing.T) {
 		{"cert without key", "  KubeletAPI: {CertFile: /c}\n", "Node.KubeletAPI.CertFile"},
 		{"relative key", "  KubeletAPI: {CertFile: /c, KeyFile: k}\n", "Node.KubeletAPI.KeyFile"},
 		{"relative client ca", "  KubeletAPI: {ClientCAFile: ca.crt}\n", "Node.KubeletAPI.ClientCAFile"},
+		{"negative sessions per pod", "  KubeletAPI: {MaxSessionsPerPod: -1}\n", "Node.KubeletAPI.MaxSessionsPerPod"},
+		{"fewer sessions per node than per pod", "  KubeletAPI: {MaxSessionsPerPod: 9, MaxSessionsPerNode: 3}\n", "Node.KubeletAPI.MaxSessionsPerNode"},
 		{"unknown key", "  Cpus: 4\n", "Cpus"},
 	}
 	for _, tt := range tests {

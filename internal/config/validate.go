@@ -100,6 +100,7 @@ func (c *Config) Validate() error {
 			absPath(bad, "Network.SSH.KnownHostsFile", h.KnownHostsFile, true)
 		}
 	}
+	absPath(bad, "Network.SSH.NodeKnownHostsFile", h.NodeKnownHostsFile, false)
 	for key, name := range map[string]string{
 		"Network.SSH.KeySecret":     h.KeySecret,
 		"Network.SSH.LoginHostKeys": h.LoginHostKeys,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -154,6 +155,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	p.mu.Lock()
 	st.ref.JobID = id
 	st.submitted = true
+	st.containers = append(slices.Clip(job.Init), job.Containers...)
 	st.waitMsg = ""
 	p.mu.Unlock()
 	p.metrics.submit(adopted)

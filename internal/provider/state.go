@@ -24,6 +24,9 @@ type podState struct {
 	// status as last computed.
 	pod *corev1.Pod
 	ref slurm.JobRef
+	// containers are the job's init containers and containers as submitted,
+	// for exec into them.
+	containers []slurm.Container
 	// submitted: the job exists in Slurm (ref.JobID is set).
 	submitted bool
 	// final: the pod reached a terminal phase; its job is not polled again.

@@ -12,6 +12,7 @@ import "path"
 //	<container>.exit  the container's exit code, written when it ends
 //	volumes/<name>/   volume contents
 //	env/<container>   the container's environment (0600)
+//	exec.hosts        the node-local path of the reverse tunnel's hosts copy
 //
 // Container names are unique within a pod across init and regular containers,
 // so one name never stands for two files.
@@ -20,6 +21,9 @@ const (
 	jobIDFile  = "job.id"
 	jobExit    = "job.exit"
 	jobOut     = "job.out"
+	// execHostsFile holds the path of the reverse tunnel's hosts copy on
+	// the node, for kubectl exec to bind it as the job's containers do.
+	execHostsFile = "exec.hosts"
 )
 
 // JobDir is the job directory of a pod.

@@ -196,6 +196,9 @@ type reverseData struct {
 	BindEnv   bool // APPTAINER_BIND
 	BindChRun bool // ch-run -b on each container line
 	NoRemap   bool // the none runtime: a warning
+	// ExecHostsFile names, in the job directory, the file that holds the
+	// hosts copy's path, for kubectl exec (ExecArgv).
+	ExecHostsFile string
 }
 
 func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
@@ -208,7 +211,7 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	}
 	d := &reverseData{
 		RootCheck: relay.RootCheckScript,
-		Root:      r.SocketDirRoot, UID: uid,
+		Root:      r.SocketDirRoot, UID: uid, ExecHostsFile: execHostsFile,
 		Timeout: int64((timeout + time.Second - 1) / time.Second),
 	}
 	if r.SocksPort != 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/kubeletstream"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
@@ -22,12 +23,17 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// streamIdleTimeout ends a streaming session (port-forward, exec) idle this
+// long, as a kubelet does by default.
+const streamIdleTimeout = 4 * time.Hour
+
 // kubeletServer is the node's kubelet API: HTTPS, clients authenticated by
 // a certificate of the cluster's client CA and authorised with a
 // SubjectAccessReview (nodes/proxy, nodes/log…), as a kubelet does.
 type kubeletServer struct {
-	srv *http.Server
-	log *slog.Logger
+	srv     *http.Server
+	log     *slog.Logger
+	streams *kubeletstream.Server
 }
 
 func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *rest.Config, client kubernetes.Interface, prov *provider.Provider, pods corev1listers.PodLister) (*kubeletServer, error) {
@@ -53,15 +59,25 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API auth: %w", err)
 	}
+	streams, err := streamServer(cfg, prov, log)
+	if err != nil {
+		return nil, err
+	}
 	h := api.PodHandler(api.PodHandlerConfig{
-		GetContainerLogs: prov.GetContainerLogs,
-		GetPods:          prov.GetPods,
+		PortForward:    streams.PortForward,
+		RunInContainer: streams.Exec,
+		// A kubelet's streamingConnectionIdleTimeout. Both are set:
+		// virtual-kubelet v1.14 swaps the two for port-forward.
+		StreamIdleTimeout:     streamIdleTimeout,
+		StreamCreationTimeout: streamIdleTimeout,
+		GetContainerLogs:      prov.GetContainerLogs,
+		GetPods:               prov.GetPods,
 		GetPodsFromKubernetes: func(context.Context) ([]*corev1.Pod, error) {
 			return pods.List(labels.Everything())
 		},
 	}, false)
 	srv := &http.Server{
-		Handler: nodeutil.WithAuth(auth, h),
+		Handler: withAuth(auth, streams.Wrap(h)),
 		TLSConfig: &tls.Config{
 			MinVersion:   tls.VersionTLS12,
 			Certificates: []tls.Certificate{cert},
@@ -71,7 +87,7 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	return &kubeletServer{srv: srv, log: log}, nil
+	return &kubeletServer{srv: srv, log: log, streams: streams}, nil
 }
 
 // serve serves on ln until ctx ends.
@@ -89,6 +105,9 @@ func (k *kubeletServer) serve(ctx context.Context, ln net.Listener) error {
 			err = k.srv.Close()
 		}
 		<-errc
+		if k.streams.Conns != nil {
+			k.streams.Conns.Close()
+		}
 		return err
 	}
 }

@@ -414,6 +414,8 @@ esac
 	cat /etc/hosts
 } >"$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot copy /etc/hosts to $sluice_hosts"
 chmod 644 "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot make $sluice_hosts readable"
+# kubectl exec binds it too: it finds it named here.
+sluice_put "$sluice_dir/exec.hosts" "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot record the hosts file for exec"
 sluice_rev_start_relay 127.239.59.51 6379,9000,53,5000,6380
 sluice_rev_wait 120 rev-6379.sock rev-9000.sock rev-53.sock rev-5000.sock rev-6380.sock
 sluice_rev_up=1

@@ -1,0 +1,69 @@
+package kubeletstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/pipe"
+)
+
+// dialTimeout bounds opening one stream's channel to the node.
+const dialTimeout = 30 * time.Second
+
+// PortForward carries one port-forward stream to port on the loopback of
+// the pod's batch host: a direct-tcpip channel on the node's own sshd,
+// reached through the login node. It returns when both directions ended
+// (each half-closed when the other side reached EOF) or one failed; a port
+// nobody listens on is an error at once. It is virtual-kubelet's
+// api.PortForwardHandlerFunc.
+func (s *Server) PortForward(ctx context.Context, namespace, pod string, port int32, stream io.ReadWriteCloser) error {
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("port-forward: port %d out of range", port)
+	}
+	if s.Conns == nil {
+		return ErrNoNodeHostKeys
+	}
+	job, err := s.Jobs.RunningJob(namespace, pod)
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	node, release, err := s.Conns.Node(dctx, job.Host)
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	defer release()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	conn, err := node.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("port-forward: dial %s on node %s: %w", addr, job.Host, err)
+	}
+	defer conn.Close()
+	defer stream.Close()
+	peer := job.Host + ":" + addr
+	if _, err := pipe.Relay(ctx, streamConn{stream}, conn, "client", peer, nil); err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	return nil
+}
+
+// streamConn is a port-forward stream as a net.Conn, for pipe.Relay: it
+// has no addresses or deadlines, and its Close ends its write side (what
+// both the SPDY and the websocket streams do).
+type streamConn struct{ io.ReadWriteCloser }
+
+func (streamConn) LocalAddr() net.Addr              { return streamAddr{} }
+func (streamConn) RemoteAddr() net.Addr             { return streamAddr{} }
+func (streamConn) SetDeadline(time.Time) error      { return nil }
+func (streamConn) SetReadDeadline(time.Time) error  { return nil }
+func (streamConn) SetWriteDeadline(time.Time) error { return nil }
+
+type streamAddr struct{}
+
+func (streamAddr) Network() string { return "kubelet-stream" }
+func (streamAddr) String() string  { return "kubectl" }

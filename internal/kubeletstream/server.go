@@ -1,0 +1,44 @@
+package kubeletstream
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+)
+
+// Jobs finds the running job of a pod; *provider.Provider implements it.
+type Jobs interface {
+	RunningJob(namespace, name string) (provider.RunningJob, error)
+}
+
+var _ Jobs = (*provider.Provider)(nil)
+
+// Server is the site's end of the kubelet API's streams. Jobs is required.
+type Server struct {
+	Jobs Jobs
+	// Conns reaches the nodes. If nil, port-forward answers
+	// ErrNoNodeHostKeys.
+	Conns *Conns
+	// Runtime is the site's container runtime, the way exec enters a
+	// container.
+	Runtime slurm.Runtime
+	// Limits bound the sessions open at once; see Sessions.
+	Limits Limits
+	// Logger. If nil, slog.Default().
+	Logger *slog.Logger
+
+	sessions sessions
+}
+
+// ErrNoNodeHostKeys is port-forward's answer on a node without pinned
+// compute node host keys.
+var ErrNoNodeHostKeys = errors.New("port-forward needs the compute nodes' pinned host keys: set Network.SSH.NodeKnownHostsFile")
+
+func (s *Server) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}

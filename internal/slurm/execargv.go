@@ -1,0 +1,103 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/hostname"
+)
+
+// execScript runs, on the node inside the job's allocation, what `kubectl
+// exec` asks: sluice-exec ENV_FILE DIR HOSTS_REF COMMAND... takes the
+// container's environment from ENV_FILE (as the batch script's sluice_run
+// does), enters DIR, and, when HOSTS_REF names the reverse tunnel's hosts
+// copy, binds it over /etc/hosts as the job's containers have it (ch-run's
+// -b, or APPTAINER_BIND); then it execs COMMAND. Empty arguments are
+// skipped.
+const execScript = `set -a
+# shellcheck source=/dev/null
+if [ -n "$1" ]; then . "$1" || exit 126; fi
+set +a
+if [ -n "$2" ]; then cd "$2" || exit 126; fi
+sluice_hosts=
+if [ -n "$3" ] && [ -r "$3" ]; then read -r sluice_hosts <"$3"; fi
+shift 3
+if [ -n "$sluice_hosts" ] && [ -f "$sluice_hosts" ]; then
+	case $1 in
+	ch-run | */ch-run)
+		sluice_bin=$1
+		shift
+		set -- "$sluice_bin" -b "$sluice_hosts:/etc/hosts" "$@"
+		;;
+	*)
+		sluice_bind=${APPTAINER_BIND:-${SINGULARITY_BIND:-}}
+		APPTAINER_BIND=${sluice_bind:+$sluice_bind,}$sluice_hosts:/etc/hosts
+		export APPTAINER_BIND
+		;;
+	esac
+fi
+exec "$@"`
+
+// ExecOptions say which step to run a command in.
+type ExecOptions struct {
+	JobID JobID
+	// Host is the job's batch host (a checked host name or IP literal).
+	Host string
+	// JobDir is the job's directory.
+	JobDir string
+	// TTY asks srun for a pseudo-terminal (--pty).
+	TTY bool
+}
+
+// ExecArgv is the command line, run on the login node, that runs cmd in
+// container c of a running job: srun into the job's allocation on its batch
+// host (--overlap, one task), the container's environment, and the
+// runtime's way into the container's image with its mounts and working
+// directory (RuntimeNone: the working directory, else the job directory).
+// Each word of it is to be quoted (site.Join); none is read by a shell on
+// the way except the fixed execScript.
+func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, error) {
+	if len(cmd) == 0 {
+		return nil, errors.New("exec: no command")
+	}
+	if _, err := checkArgv(cmd); err != nil {
+		return nil, fmt.Errorf("exec: command: %w", err)
+	}
+	if o.JobID == "" || strings.ContainsFunc(string(o.JobID), func(r rune) bool { return r < '0' || r > '9' }) {
+		return nil, fmt.Errorf("exec: job id %q is not a number", o.JobID)
+	}
+	if err := hostname.CheckHost(o.Host); err != nil {
+		return nil, fmt.Errorf("exec: batch host: %w", err)
+	}
+	if err := r.checkContainer(&c); err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	argv := []string{"srun", "--jobid=" + string(o.JobID), "--overlap", "--nodelist=" + o.Host,
+		"--nodes=1", "--ntasks=1", "--quiet"}
+	if o.TTY {
+		argv = append(argv, "--pty")
+	} else {
+		argv = append(argv, "--unbuffered")
+	}
+	env, dir, hosts := "", "", o.JobDir+"/"+execHostsFile
+	if c.EnvFile != "" {
+		env = o.JobDir + "/" + c.EnvFile
+	}
+	if r == RuntimeNone {
+		hosts = ""
+		dir = o.JobDir
+		if c.WorkingDir != "" {
+			dir = c.WorkingDir
+		}
+	}
+	argv = append(argv, "--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir, hosts)
+	if b := r.Binary(); b != "" {
+		argv = append(argv, b)
+	}
+	c.Command, c.Args = cmd, nil
+	// The site's and the pod's apptainer options (interLink's
+	// SingularityDefaultOptions, singularity-options) are not given to
+	// exec yet: the job's own command lines have them.
+	return append(argv, r.argv(&c, o.JobDir, nil)...), nil
+}

@@ -1,0 +1,141 @@
+package slurm
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestExecArgv(t *testing.T) {
+	c := Container{Name: "main", Image: "/images/busybox", Command: []string{"sleep", "inf"}, EnvFile: "env/main",
+		WorkingDir: "/work", Mounts: []Mount{{Source: "volumes/cfg", Target: "/cfg"}}}
+	o := ExecOptions{JobID: "42", Host: "node1", JobDir: "/data/ns-uid"}
+	head := []string{"srun", "--jobid=42", "--overlap", "--nodelist=node1", "--nodes=1", "--ntasks=1", "--quiet"}
+	tail := func(env, dir string) []string {
+		hosts := "/data/ns-uid/exec.hosts"
+		if dir != "" {
+			hosts = ""
+		}
+		return []string{"--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir, hosts}
+	}
+	for _, tc := range []struct {
+		name string
+		rt   Runtime
+		tty  bool
+		want []string
+	}{
+		{"charliecloud", RuntimeCharliecloud, false, slices.Concat(head, []string{"--unbuffered"}, tail("/data/ns-uid/env/main", ""),
+			[]string{"ch-run", "-b", "/data/ns-uid/volumes/cfg:/cfg", "--cd=/work", "/images/busybox", "--", "cat", "/etc/hosts"})},
+		{"charliecloud tty", RuntimeCharliecloud, true, slices.Concat(head, []string{"--pty"}, tail("/data/ns-uid/env/main", ""),
+			[]string{"ch-run", "-b", "/data/ns-uid/volumes/cfg:/cfg", "--cd=/work", "/images/busybox", "--", "cat", "/etc/hosts"})},
+		{"apptainer", RuntimeApptainer, false, slices.Concat(head, []string{"--unbuffered"}, tail("/data/ns-uid/env/main", ""),
+			[]string{"apptainer", "exec", "--env-file", "/data/ns-uid/env/main", "--bind", "/data/ns-uid/volumes/cfg:/cfg", "--pwd", "/work", "/images/busybox", "cat", "/etc/hosts"})},
+		{"none", RuntimeNone, false, slices.Concat(head, []string{"--unbuffered"}, tail("/data/ns-uid/env/main", "/work"), []string{"cat", "/etc/hosts"})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := c
+			if tc.rt == RuntimeNone {
+				cc.Mounts = nil
+			}
+			o := o
+			o.TTY = tc.tty
+			got, err := tc.rt.ExecArgv(cc, []string{"cat", "/etc/hosts"}, o)
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, %v;\nwant %q", got, err, tc.want)
+			}
+		})
+	}
+	none := Container{Name: "main", Command: []string{"x"}}
+	if got, _ := RuntimeNone.ExecArgv(none, []string{"pwd"}, o); got[len(got)-3] != "/data/ns-uid" {
+		t.Errorf("got %q; want RuntimeNone to enter the job directory without a working directory", got)
+	}
+	for _, bad := range []struct {
+		name string
+		cmd  []string
+		o    ExecOptions
+	}{
+		{"no command", nil, o},
+		{"NUL in the command", []string{"a\x00b"}, o},
+		{"job id", []string{"true"}, ExecOptions{JobID: "42;rm", Host: "node1", JobDir: "/d"}},
+		{"no job id", []string{"true"}, ExecOptions{Host: "node1", JobDir: "/d"}},
+		{"host", []string{"true"}, ExecOptions{JobID: "1", Host: "-oProxyCommand=x", JobDir: "/d"}},
+	} {
+		if got, err := RuntimeCharliecloud.ExecArgv(c, bad.cmd, bad.o); err == nil {
+			t.Errorf("%s: got %q; want an error", bad.name, got)
+		}
+	}
+}
+
+func TestExecScriptPassesShellCheck(t *testing.T) {
+	checkShell(t, []byte("#!/bin/sh\n"+execScript+"\n"))
+}
+
+// TestExecScriptRuns runs execScript under sh as srun would: the
+// environment file is read, the directory entered, the command's exit
+// code returned.
+func TestExecScriptRuns(t *testing.T) {
+	dir := t.TempDir()
+	env := filepath.Join(dir, "env")
+	if err := os.WriteFile(env, []byte("GREETING='hello world'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/bin/sh", "-c", execScript, "sluice-exec", env, dir, "", "sh", "-c", `echo "$GREETING in $(pwd)"; exit 3`).Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("got %v; want exit code 3", err)
+	}
+	if got, want := strings.TrimSpace(string(out)), "hello world in "+dir; got != want {
+		t.Errorf("got %q; want %q", got, want)
+	}
+	out, err = exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", filepath.Join(dir, "missing"), "echo", "plain").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "plain" {
+		t.Errorf("got %q, %v without env file, directory or hosts copy; want plain", out, err)
+	}
+
+	// With a hosts copy recorded: ch-run gets -b, others APPTAINER_BIND.
+	hosts, ref := filepath.Join(dir, "hosts.abc"), filepath.Join(dir, "exec.hosts")
+	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref, []byte(hosts+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "ch-run"), []byte("#!/bin/sh\nprintf '%s|' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", ref, filepath.Join(bin, "ch-run"), "/img", "--", "cat").Output()
+	if want := "-b|" + hosts + ":/etc/hosts|/img|--|cat|"; err != nil || string(out) != want {
+		t.Errorf("ch-run got %q, %v; want %q", out, err, want)
+	}
+	cmd := exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", ref, "sh", "-c", `printf %s "$APPTAINER_BIND"`)
+	cmd.Env = append(os.Environ(), "SINGULARITY_BIND=/a:/b", "APPTAINER_BIND=")
+	out, err = cmd.Output()
+	if want := "/a:/b," + hosts + ":/etc/hosts"; err != nil || string(out) != want {
+		t.Errorf("APPTAINER_BIND got %q, %v; want %q", out, err, want)
+	}
+}
+
+// FuzzExecArgv: whatever kubectl sends as the command, ExecArgv refuses
+// it or ends its command line with exactly it, after the fixed script.
+func FuzzExecArgv(f *testing.F) {
+	f.Add("cat", "/etc/hosts")
+	f.Add("sh", "-c 'exit 3'")
+	f.Add("a\x00b", "")
+	f.Add("--", "-b /:/etc")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		cmd := []string{a, b}
+		c := Container{Name: "main", Image: "/img", Command: []string{"x"}}
+		got, err := RuntimeCharliecloud.ExecArgv(c, cmd, ExecOptions{JobID: "1", Host: "node1", JobDir: "/d"})
+		if err != nil {
+			return
+		}
+		if !slices.Equal(got[len(got)-2:], cmd) || got[len(got)-3] != "--" || !slices.Contains(got, execScript) {
+			t.Errorf("ExecArgv(%q) = %q", cmd, got)
+		}
+	})
+}
