@@ -6,6 +6,11 @@
 //	          [--internal-ip IP] [--namespace NS] [--relay-binary FILE]
 //	          [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s] …]
 //	sluice-vk --version
+//	sluice-vk uninstall --node NAME --namespace NS --deployment NAME --selector SEL [--timeout 5m]
+//
+// uninstall is the chart's pre-delete hook: it deletes the node's pods (the
+// running sluice-vk cancels their jobs), scales sluice-vk to zero, then
+// deletes the node and the leader Lease (vk.Uninstall).
 //
 // A configuration that is not valid is printed one problem a line on
 // stderr, and sluice-vk exits with status 2, as for a wrong flag.
@@ -32,6 +37,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "uninstall" {
+		os.Exit(uninstall(os.Args[2:], os.Stderr))
+	}
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
