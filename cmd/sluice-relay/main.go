@@ -4,6 +4,7 @@
 // <dir>/rev-<port>.sock, closing everyone else's.
 //
 //	sluice-relay --addr 127.4.5.6 --dir /tmp/sluice/<pod uid> --ports 9000,6379 --parent-pid $$ [--uid N]
+//	sluice-relay --version
 //
 // It binds every port before anything else and then writes
 // <dir>/rev-relay.ready. It stops when the parent process is gone, or on
@@ -62,8 +63,17 @@ func main() {
 	flag.Var(&ports, "ports", "ports to listen on, separated by commas")
 	parent := flag.Int("parent-pid", 0, "pid of the job's shell; the relay stops when it is gone (0: do not watch)")
 	uid := flag.String("uid", "", "uid whose connections are passed on (default: the relay's own uid)")
+	printVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Usage = usage
 	flag.Parse()
+	if *printVersion {
+		if flag.NArg() > 0 {
+			fmt.Fprintf(os.Stderr, "sluice-relay: unexpected arguments %q\n", flag.Args())
+			os.Exit(exitUsage)
+		}
+		fmt.Println(versionString())
+		return
+	}
 
 	cfg, err := config(*addr, *dir, ports, *parent, *uid)
 	if err != nil {
@@ -77,6 +87,7 @@ func main() {
 
 func usage() {
 	fmt.Fprint(flag.CommandLine.Output(), `usage: sluice-relay --addr 127.x.y.z --dir DIR --ports P[,P...] [--parent-pid PID] [--uid UID]
+       sluice-relay --version
 
 Passes the connections of one user to each port on to DIR/rev-<port>.sock,
 after binding every port and writing DIR/rev-relay.ready.

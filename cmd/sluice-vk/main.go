@@ -7,6 +7,11 @@
 //	          [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s] …]
 //	sluice-vk --version
 //	sluice-vk config import --from-interlink SlurmConfig.yaml
+//	sluice-vk uninstall --node NAME --namespace NS --deployment NAME --selector SEL [--timeout 5m]
+//
+// uninstall is the chart's pre-delete hook: it deletes the node's pods (the
+// running sluice-vk cancels their jobs), scales sluice-vk to zero, then
+// deletes the node and the leader Lease (vk.Uninstall).
 //
 // A configuration that is not valid is printed one problem a line on
 // stderr, and sluice-vk exits with status 2, as for a wrong flag.
@@ -35,6 +40,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "config" {
 		os.Exit(configCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "uninstall" {
+		os.Exit(uninstall(os.Args[2:], os.Stderr))
 	}
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")

@@ -12,7 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
-// CreatePod accepts a pod bound to the node: a pod that cannot run is
+// CreatePod accepts a pod bound to the node: a DaemonSet's pod is kept
+// Pending, never submitted (parkDaemonSetPod); a pod that cannot run is
 // refused (Failed, with a reason and an Event); any other is reported
 // Pending and submitted in the background, retried with backoff while what
 // it needs (a ConfigMap, the site) is missing. A pod whose job was submitted
@@ -35,6 +36,10 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	p.pods[key] = st
 	p.mu.Unlock()
 
+	if ds := daemonSetOwner(pod); ds != nil {
+		p.parkDaemonSetPod(st, ds, pod.Status.Reason == ReasonDaemonSetPod)
+		return nil
+	}
 	if r := p.precheck(pod); r != nil {
 		p.refuse(st, r)
 		return nil

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -22,6 +23,9 @@ type rendered struct {
 	clusterRoles []*rbacv1.ClusterRole
 	roles        []*rbacv1.Role
 	other        []string // kinds outside the client-go scheme
+	// hooks are the objects of Helm hooks (helm.sh/hook), apart from
+	// sluice-vk's own
+	hooks []runtime.Object
 }
 
 func render(t *testing.T, name string, args ...string) rendered {
@@ -46,6 +50,10 @@ func render(t *testing.T, name string, args ...string) rendered {
 		}
 		if err != nil {
 			t.Fatalf("decode %q: %v", doc, err)
+		}
+		if m, ok := obj.(metav1.Object); ok && m.GetAnnotations()["helm.sh/hook"] != "" {
+			r.hooks = append(r.hooks, obj)
+			continue
 		}
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
