@@ -26,7 +26,9 @@ func TestPauseReapsAsPID1(t *testing.T) {
 		}
 	}
 	bin := buildPause(t)
-	cmd := exec.Command("unshare", "--pid", "--fork", bin)
+	// --kill-child: killing unshare below must end pause too, which would
+	// otherwise outlive the test (and keep whatever it inherited open).
+	cmd := exec.Command("unshare", "--pid", "--fork", "--kill-child", bin)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
