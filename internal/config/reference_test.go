@@ -1,0 +1,203 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// referencePage is the configuration reference, which gives every key of the
+// file a row: | `KEY` | TYPE | DEFAULT | what it does |.
+const referencePage = "../../docs/configuration.md"
+
+// refKey is a key of the configuration file as the reference names it:
+// Network.SSH.Port, Site.Flavors.<name>.CPUDefault, Node.Taints[].Key.
+type refKey struct {
+	name string
+	typ  reflect.Type
+	// def is the value Default fills into an empty configuration, when it
+	// fills one.
+	def reflect.Value
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// referenceKeys walks the configuration's types by their yaml tags and
+// returns every key, with the defaults of an empty configuration. A struct
+// is a section: its fields are keys, not it (a map or list of structs is
+// both a key and the prefix of its elements' keys). Inline structs add
+// their keys to their parent's.
+func referenceKeys() []refKey {
+	var c Config
+	c.Default()
+	var keys []refKey
+	var walk func(prefix string, t reflect.Type, v reflect.Value)
+	walk = func(prefix string, t reflect.Type, v reflect.Value) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			var fv reflect.Value
+			if v.IsValid() {
+				fv = v.Field(i)
+			}
+			if opts == "inline" {
+				walk(prefix, f.Type, fv)
+				continue
+			}
+			if tag == "" || tag == "-" {
+				continue
+			}
+			name := prefix + tag
+			switch ft := f.Type; {
+			case ft.Kind() == reflect.Struct && ft != durationType:
+				walk(name+".", ft, fv)
+			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+				keys = append(keys, refKey{name: name, typ: ft})
+				walk(name+".<name>.", ft.Elem(), reflect.Value{})
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				keys = append(keys, refKey{name: name, typ: ft})
+				walk(name+"[].", ft.Elem(), reflect.Value{})
+			default:
+				keys = append(keys, refKey{name: name, typ: ft, def: fv})
+			}
+		}
+	}
+	walk("", reflect.TypeFor[Config](), reflect.ValueOf(c))
+	return keys
+}
+
+// typeWord is how the reference's type column starts for a key of type t.
+func typeWord(t reflect.Type) string {
+	if t == durationType {
+		return "duration"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return typeWord(t.Elem())
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int64:
+		return "integer"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "list of strings"
+		}
+		return "list"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "map of strings"
+		}
+		return "map"
+	}
+	return t.Kind().String()
+}
+
+// defaultText is how the reference's default column shows a default that
+// Default fills, or "" when it fills none (or one not shown as a scalar).
+func defaultText(v reflect.Value) string {
+	if !v.IsValid() || v.IsZero() {
+		return ""
+	}
+	switch {
+	case v.Type() == durationType:
+		return v.Interface().(time.Duration).String()
+	case v.Kind() == reflect.String, v.Kind() == reflect.Int:
+		return fmt.Sprint(v.Interface())
+	}
+	return ""
+}
+
+// versionDependent are the keys whose default depends on the binary's
+// version, which the reference shows as a pattern.
+var versionDependent = map[string]bool{"Network.SSH.TunnelImage": true}
+
+// docs/configuration.md gives every key of the configuration file a row,
+// with its type and the default that Default fills, and no row to a key
+// the file does not have.
+func TestReferenceNamesEveryKey(t *testing.T) {
+	page, err := os.ReadFile(referencePage)
+	if err != nil {
+		t.Fatalf("read the configuration reference: %v", err)
+	}
+	top := map[string]bool{}
+	for i := range reflect.TypeFor[Config]().NumField() {
+		top[reflect.TypeFor[Config]().Field(i).Tag.Get("yaml")] = true
+	}
+	type row struct{ typ, def string }
+	rows := map[string]row{}
+	for _, line := range strings.Split(string(page), "\n") {
+		rest, ok := strings.CutPrefix(line, "| `")
+		if !ok {
+			continue
+		}
+		name, rest, ok := strings.Cut(rest, "` | ")
+		if !ok {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.SplitN(name, "[", 2)[0], ".")
+		if !top[first] {
+			continue // an annotation, or another table's row
+		}
+		cells := strings.Split(rest, " | ")
+		if len(cells) < 3 {
+			t.Errorf("the reference's row for %s has %d cells after the key; want type, default, what it does", name, len(cells))
+			continue
+		}
+		if _, dup := rows[name]; dup {
+			t.Errorf("the reference has two rows for %s", name)
+		}
+		rows[name] = row{typ: cells[0], def: cells[1]}
+	}
+	keys := referenceKeys()
+	known := map[string]bool{}
+	for _, k := range keys {
+		known[k.name] = true
+		r, ok := rows[k.name]
+		if !ok {
+			t.Errorf("the reference has no row for %s", k.name)
+			continue
+		}
+		if w := typeWord(k.typ); !strings.HasPrefix(r.typ, w) {
+			t.Errorf("the reference says %s is %q; the configuration's type is %s", k.name, r.typ, w)
+		}
+		if d := defaultText(k.def); d != "" && !versionDependent[k.name] && !strings.Contains(r.def, "`"+d+"`") {
+			t.Errorf("the reference gives %s the default %q; Default fills `%s`", k.name, r.def, d)
+		}
+	}
+	for name := range rows {
+		if !known[name] {
+			t.Errorf("the reference has a row for %s, which the configuration lacks", name)
+		}
+	}
+	if len(keys) < 60 {
+		t.Errorf("found %d keys by reflection; the walk lost some (Config has more than 60)", len(keys))
+	}
+}
+
+// The walk finds keys of every shape: a section's field, an inline
+// struct's, a map's elements', a list's elements'.
+func TestReferenceKeysShapes(t *testing.T) {
+	got := map[string]bool{}
+	for _, k := range referenceKeys() {
+		got[k.name] = true
+	}
+	for _, want := range []string{
+		"NodeName", "Network.SSH.Reverse.AllowSocks", "Site.CommandPrefix",
+		"Site.Flavors", "Site.Flavors.<name>.SlurmFlags", "Node.Taints", "Node.Taints[].Effect",
+		"Node.KubeletAPI.MaxSessionsPerNode",
+	} {
+		if !got[want] {
+			t.Errorf("referenceKeys lacks %s", want)
+		}
+	}
+	for _, section := range []string{"Site", "Network", "Network.SSH", "Node.KubeletAPI"} {
+		if got[section] {
+			t.Errorf("referenceKeys lists the section %s as a key", section)
+		}
+	}
+}
