@@ -63,6 +63,13 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- $node := $c.Node | default dict -}}
 {{- $_ := set $ssh "KeyFile" ($ssh.KeyFile | default "/etc/sluice/ssh/ssh-privatekey") -}}
 {{- $_ := set $ssh "KnownHostsFile" ($ssh.KnownHostsFile | default "/etc/sluice/known_hosts/known_hosts") -}}
+{{- if .Values.credentials.nodeKnownHosts -}}
+{{- $_ := set $ssh "NodeKnownHostsFile" ($ssh.NodeKnownHostsFile | default "/etc/sluice/node_known_hosts/known_hosts") -}}
+{{- end -}}
+{{- if include "sluice.certificate" . -}}
+{{- $_ := set $ssh "CertificateFile" ($ssh.CertificateFile | default "/etc/sluice/ssh/ssh-certificate") -}}
+{{- $_ := set $ssh "KeySecretCertificate" true -}}
+{{- end -}}
 {{- if include "sluice.tunnel" . -}}
 {{- $_ := set $ssh "KeySecret" ($ssh.KeySecret | default (include "sluice.keySecret" .)) -}}
 {{- $_ := set $ssh "LoginHostKeys" ($ssh.LoginHostKeys | default (include "sluice.loginHostKeys" .)) -}}
@@ -80,4 +87,10 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- $_ := set $c "Network" $net -}}
 {{- $_ := set $c "Node" $node -}}
 {{- toYaml $c -}}
+{{- end -}}
+
+{{/* "true" when the site account logs in with an SSH certificate: given as
+credentials.certificate, or in the existing Secret (KeySecretCertificate). */}}
+{{- define "sluice.certificate" -}}
+{{- if or .Values.credentials.certificate ((((.Values.config).Network).SSH).KeySecretCertificate) -}}true{{- end -}}
 {{- end -}}
