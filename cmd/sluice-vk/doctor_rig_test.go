@@ -45,7 +45,7 @@ func TestRigDoctor(t *testing.T) {
 
 	for _, tc := range []struct {
 		name     string
-		override string                      // node sshd options
+		override string                    // node sshd options
 		config   func(t *testing.T) string // extra SSH keys, or a DataRoot line
 		check    string
 		fix      string
