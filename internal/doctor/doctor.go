@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,6 +160,11 @@ func (p *prober) run(ctx context.Context, dataRootOK bool) {
 	uid := "doctor-" + randomSuffix()
 	ref := client.Ref(probeNamespace, uid, "")
 	job := probeJob(uid, c.Site.SocketDirRoot, program, path.Join(ref.Dir, probeDone))
+	if f, ok := opts.Flavors[opts.DefaultFlavor]; ok {
+		// The site's default flavor, as a pod without one gets: its
+		// partition or account may be what lets a job in.
+		job.Flavor, job.FlavorFlags = f.Name, slices.Clone(f.Flags)
+	}
 	submitted := time.Now()
 	id, err := client.Submit(ctx, job)
 	if err != nil {
