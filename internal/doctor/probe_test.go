@@ -43,12 +43,12 @@ func FuzzParseProbe(f *testing.F) {
 			}
 		}
 		// The decisions take anything the probe may print.
-		decideRuntime("charliecloud", "ch-run", "n1", r.facts["runtime"])
+		checkLine(t, decideRuntime("charliecloud", "ch-run", "n1", r.facts["runtime"]))
 		if c, dir := decideSocketDir("/tmp/x", "n1", r.facts["sockroot"], true); dir != "" &&
 			(filepath.Dir(dir) != "/tmp/x" || c.Status != OK && c.Status != Warn) {
 			t.Fatalf("socket dir %q accepted with %+v", dir, c)
 		}
-		decidePortStart(r.facts["portstart"], "n1", true)
+		checkLine(t, decidePortStart(r.facts["portstart"], "n1", true))
 	})
 }
 
