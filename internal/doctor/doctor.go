@@ -241,7 +241,8 @@ func (p *prober) waitRunning(ctx context.Context, client *slurm.Client, ref slur
 		sts, err := client.Status(ctx, []slurm.JobRef{ref})
 		if err == nil {
 			last = sts[ref.UID]
-			if last.State == slurm.StateRunning || last.State.Final() {
+			// squeue may show a running job before its batch host.
+			if (last.State == slurm.StateRunning && last.BatchHost != "") || last.State.Final() {
 				return last, time.Since(submitted), nil
 			}
 		}
