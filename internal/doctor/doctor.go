@@ -168,7 +168,7 @@ func (p *prober) run(ctx context.Context, dataRootOK bool) {
 	submitted := time.Now()
 	id, err := client.Submit(ctx, job)
 	if err != nil {
-		p.r.add(Check{Name: "probe-job", Status: Fail, Found: "sbatch of the probe job" + note + ": " + err.Error(),
+		p.r.add(Check{Name: "probe-job", Status: Fail, Found: "submitting the probe job" + note + ": " + err.Error(),
 			Fix: "the jobs of sluice are submitted the same way: fix what sbatch says (partition, account, Site.Flavors)"})
 		p.skip("not checked: no probe job")
 		_ = client.Site.RemoveAll(ctx, ref.Dir)
