@@ -173,6 +173,10 @@ func certificateCheck(h config.SSH, key ssh.Signer, now time.Time) Check {
 	if err == nil && key != nil {
 		_, err = sshx.NewCertSigner(key, h.CertificateFile)
 	}
+	if err == nil {
+		// Also without a key to pair it with.
+		err = sshx.CheckCertValidity(h.CertificateFile, cert, now)
+	}
 	switch {
 	case errors.Is(err, sshx.ErrCertNotValid):
 		c.Status, c.Found = Fail, err.Error()+"; the other checks used the plain key"

@@ -135,6 +135,12 @@ func TestCertificateCheck(t *testing.T) {
 			if got.Status != tc.status || !strings.Contains(got.Found, tc.found) || !strings.Contains(got.Fix, tc.fix) {
 				t.Errorf("got %+v; want %s with %q, fix %q", got, tc.status, tc.found, tc.fix)
 			}
+			if tc.name == "expired" || tc.name == "not yet" {
+				// The key file unreadable: the window is still checked.
+				if got := certificateCheck(h, nil, now); got.Status != Fail {
+					t.Errorf("without the key: got %+v; want FAIL", got)
+				}
+			}
 		})
 	}
 }
