@@ -124,6 +124,11 @@ func TestProbeScript(t *testing.T) {
 	if out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("sh -n: %v\n%s", err, out)
 	}
+	if _, err := exec.LookPath("shellcheck"); err == nil {
+		if out, err := exec.Command("shellcheck", "-s", "sh", "probe.sh").CombinedOutput(); err != nil {
+			t.Errorf("shellcheck probe.sh: %v\n%s", err, out)
+		}
+	}
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
