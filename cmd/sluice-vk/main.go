@@ -7,7 +7,11 @@
 //	          [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s] …]
 //	sluice-vk --version
 //	sluice-vk config import --from-interlink SlurmConfig.yaml
+//	sluice-vk doctor --config sluice.yaml [--json] [--queue-wait 2m] [-v]
 //	sluice-vk uninstall --node NAME --namespace NS --deployment NAME --selector SEL [--timeout 5m]
+//
+// doctor checks the site the configuration names and prints one line per
+// check (internal/doctor); it exits 1 when a check failed.
 //
 // uninstall is the chart's pre-delete hook: it deletes the node's pods (the
 // running sluice-vk cancels their jobs), scales sluice-vk to zero, then
@@ -43,6 +47,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "uninstall" {
 		os.Exit(uninstall(os.Args[2:], os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "doctor" {
+		os.Exit(doctorCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")

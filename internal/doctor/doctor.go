@@ -1,0 +1,104 @@
+package doctor
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/site"
+	"golang.org/x/crypto/ssh"
+)
+
+// Doctor checks a site. Config is required; the other fields have
+// defaults.
+type Doctor struct {
+	Config *config.Config
+	// Logger receives what sluice's own code logs on the way (reconnects,
+	// certificate warnings). If nil, nothing is logged: the report says it.
+	Logger *slog.Logger
+	// QueueWait is how long the probe job may wait in the queue before its
+	// checks are given up. If zero, 2m.
+	QueueWait time.Duration
+	// Timeout bounds each connection and handshake. If zero, 20s.
+	Timeout time.Duration
+	// Now tells the time. If nil, time.Now.
+	Now func() time.Time
+}
+
+// Run runs every check and returns the report; it never fails as a whole:
+// what cannot be checked is a line of the report.
+func (d *Doctor) Run(ctx context.Context) *Report {
+	r := &Report{}
+	c := d.Config
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var runner site.Runner
+	var login *ssh.Client
+	var a *access
+	if c.Site.Access == config.AccessLocal {
+		r.add(Check{Name: "login", Status: OK, Found: "Site.Access local: Slurm commands run on this host"})
+		runner = &site.Local{}
+	} else {
+		if a = loginAccess(r, c.Network.SSH, d.now()); a != nil {
+			login = a.dial(ctx, r, c.Network.SSH, d.timeout())
+		}
+		if login == nil {
+			d.skipRest(r, "not checked: no SSH connection to the login node")
+			return r
+		}
+		defer login.Close()
+		s, err := site.NewSSH(site.SSHConfig{
+			Addr: a.addr, User: a.user, Auth: a.auth, HostKeyCallback: a.loginKeys,
+			DialTimeout: d.timeout(), MaxStdout: 1 << 20, Logger: log,
+		})
+		if err != nil {
+			d.skipRest(r, "not checked: "+err.Error())
+			return r
+		}
+		defer s.Close()
+		runner = s
+	}
+	r.add(slurmCheck(ctx, runner, c))
+	dataRoot := dataRootCheck(ctx, runner, c.Site.DataRoot, c.Network.SSH.User)
+	r.add(dataRoot)
+	r.add(spaceCheck(ctx, runner, c.Site.DataRoot))
+	r.add(sha256Check(ctx, runner, c))
+	p := &prober{d: d, r: r, runner: runner, log: log, access: a, login: login}
+	p.run(ctx, dataRoot.Status == OK)
+	return r
+}
+
+// probeChecks are the lines the probe job gives, in order.
+var probeChecks = []string{"probe-job", "runtime", "socket-dir", "unprivileged-ports", "node-sshd", "stream-local", "gateway-ports"}
+
+// skipRest adds every check after the login's as skipped.
+func (d *Doctor) skipRest(r *Report, why string) {
+	for _, name := range append([]string{"slurm", "data-root", "data-root-space", "sha256sum"}, probeChecks...) {
+		r.add(Check{Name: name, Status: Skip, Found: why})
+	}
+}
+
+func (d *Doctor) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Doctor) timeout() time.Duration {
+	if d.Timeout > 0 {
+		return d.Timeout
+	}
+	return 20 * time.Second
+}
+
+func (d *Doctor) queueWait() time.Duration {
+	if d.QueueWait > 0 {
+		return d.QueueWait
+	}
+	return 2 * time.Minute
+}
