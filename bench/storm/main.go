@@ -4,15 +4,16 @@
 // sluice-tunnel forward processes hold connections to the rig's login sshd,
 // restarted with a strict MaxStartups; the login node then "restarts" (a
 // relay in front of it drops every connection and refuses new ones for a
-// while) and the benchmark counts the connections the sshd dropped past
+// while; it adds a WAN's round trip time to every connection) and the
+// benchmark counts the connections the sshd dropped past
 // MaxStartups, the connections the tunnels saw fail, and the time until
 // every tunnel is connected again: with reconnections at once (before) and
 // jittered over a window that grows with the number of tunnels (after).
 //
-// Run as root from the module's root, holding the rig's lock, with
-// bench/storm.sh. It restarts the login sshd (hack/rig/rig.sh restart
-// sshd-login) with its override file set, and empties the file and
-// restarts it again at the end.
+// The login sshd is one of the benchmark's own in the login node's
+// namespace, with the rig's login configuration on another port (sshd.go
+// says why); the rig's own daemons are left alone. Run as root from the
+// module's root, holding the rig's lock, with bench/storm.sh.
 package main
 
 import (
@@ -36,12 +37,13 @@ type options struct {
 	tunnels     int
 	rounds      int
 	down        time.Duration
+	rtt         time.Duration
 	spread      time.Duration
 	windowMax   time.Duration
 	maxStartups string
 	variants    []string
 	timeout     time.Duration
-	rigSh       string
+	port        int
 	keep        bool
 }
 
@@ -51,12 +53,13 @@ func main() {
 	flag.IntVar(&o.tunnels, "tunnels", 50, "tunnel processes")
 	flag.IntVar(&o.rounds, "rounds", 2, "storms per variant, interleaved")
 	flag.DurationVar(&o.down, "down", 3*time.Second, "how long the login node refuses connections after dropping them")
+	flag.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "round trip time the relay adds between the tunnels and the login node (a site across a WAN)")
 	flag.DurationVar(&o.spread, "spread", 100*time.Millisecond, "after: --reconnect-spread of each tunnel")
 	flag.DurationVar(&o.windowMax, "window-max", 30*time.Second, "after: --reconnect-window-max of each tunnel")
 	flag.StringVar(&o.maxStartups, "maxstartups", "3:50:10", "the login sshd's MaxStartups during the benchmark")
 	flag.StringVar(&variants, "variants", "before,after", "variants to run: before (no jitter), after (jittered)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for every tunnel to be back")
-	flag.StringVar(&o.rigSh, "rig-sh", "hack/rig/rig.sh", "the rig's script, to restart the login sshd")
+	flag.IntVar(&o.port, "port", 2222, "port of the benchmark's sshd on the login node's address")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (tunnel logs)")
 	flag.Parse()
 	o.variants = strings.Split(variants, ",")
@@ -91,7 +94,12 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	rl, err := newRelay(r.LoginAddr)
+	sshd, err := startSshd(ctx, dir, filepath.Join(vars["RIG_DIR"], "etc", "sshd_login.conf"), r.LoginHost, o.port, o.maxStartups)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, sshd.stop()) }()
+	rl, err := newRelay(sshd.addr, o.rtt)
 	if err != nil {
 		return err
 	}
@@ -108,17 +116,6 @@ func run(ctx context.Context, o options) (err error) {
 	if err := os.WriteFile(tunnelsFile, fmt.Appendf(nil, "%d\n", o.tunnels), 0o644); err != nil {
 		return err
 	}
-
-	sshd := newLoginSshd(vars["RIG_DIR"], o.rigSh)
-	if err := sshd.set(ctx, "MaxStartups "+o.maxStartups+"\n"); err != nil {
-		return err
-	}
-	defer func() {
-		// Leave the rig as it was, even when interrupted.
-		if rerr := sshd.set(context.Background(), ""); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}()
 
 	base := tunnelArgs{bin: bin, login: rl.addr(), user: r.User, key: r.Key, knownHosts: knownHosts, nodeFile: nodeFile}
 	var results []result
@@ -155,7 +152,7 @@ type result struct {
 
 // storm starts the tunnels, waits for them, makes the login node restart
 // and measures the way back.
-func storm(ctx context.Context, o options, dir string, a tunnelArgs, rl *relay, sshd *loginSshd) (result, error) {
+func storm(ctx context.Context, o options, dir string, a tunnelArgs, rl *relay, sshd *benchSshd) (result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return result{}, err
 	}

@@ -13,8 +13,8 @@ import (
 // report prints each storm, then the medians of each variant side by side
 // with their ratios.
 func report(w io.Writer, o options, results []result) {
-	fmt.Fprintf(w, "%d tunnels, login sshd MaxStartups %s, login node down %v; after: --reconnect-spread %v (window %v)\n\n",
-		o.tunnels, o.maxStartups, o.down, o.spread, min(time.Duration(o.tunnels)*o.spread, o.windowMax))
+	fmt.Fprintf(w, "%d tunnels, login sshd MaxStartups %s, round trip %v, login node down %v; after: --reconnect-spread %v (window %v)\n\n",
+		o.tunnels, o.maxStartups, o.rtt, o.down, o.spread, min(time.Duration(o.tunnels)*o.spread, o.windowMax))
 	fmt.Fprintf(w, "| variant | round | dropped by sshd (MaxStartups) | failed connections (all / after the login node was back) | all tunnels up after |\n|---|---|---|---|---|\n")
 	for _, r := range results {
 		fmt.Fprintf(w, "| %s | %d | %d | %d / %d | %.2f s |\n", r.variant, r.round, r.dropped, r.failed, r.failedAfterDown, r.allUp.Seconds())
