@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 2, "storms per variant, interleaved")
 	flag.DurationVar(&o.down, "down", 3*time.Second, "how long the login node refuses connections after dropping them")
 	flag.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "round trip time the relay adds between the tunnels and the login node (a site across a WAN)")
-	flag.DurationVar(&o.spread, "spread", 100*time.Millisecond, "after: --reconnect-spread of each tunnel")
+	flag.DurationVar(&o.spread, "spread", 200*time.Millisecond, "after: --reconnect-spread of each tunnel")
 	flag.DurationVar(&o.windowMax, "window-max", 30*time.Second, "after: --reconnect-window-max of each tunnel")
 	flag.StringVar(&o.maxStartups, "maxstartups", "3:50:10", "the login sshd's MaxStartups during the benchmark")
 	flag.StringVar(&variants, "variants", "before,after", "variants to run: before (no jitter), after (jittered)")
