@@ -70,7 +70,7 @@ func TestBastionRig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer r.(*SSH).Close()
+	t.Cleanup(func() { r.(*SSH).Close() }) // after rigDir's cleanup
 	ctx := ctxFor(t)
 	out, err := r.Run(ctx, nil, "sh", "-c", `echo "$SSH_CONNECTION"`)
 	if err != nil {
