@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/hostname"
@@ -115,7 +116,7 @@ func (c *Config) validateAccess(bad reporter) {
 				continue
 			}
 			if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-				bad(k, "%v", msgs)
+				bad(k, "%s", strings.Join(msgs, "; "))
 			}
 		}
 	}

@@ -115,11 +115,11 @@ func (s Spec) validateAccess(bad func(field, format string, args ...any)) {
 			bad("Bastion.User", "%q is not a user name", b.User)
 		}
 		if msgs := validation.IsDNS1123Subdomain(b.HostKeys); len(msgs) > 0 {
-			bad("Bastion.HostKeys", "%q: %v", b.HostKeys, msgs)
+			bad("Bastion.HostKeys", "%q: %s", b.HostKeys, strings.Join(msgs, "; "))
 		}
 		if b.KeySecret != "" {
 			if msgs := validation.IsDNS1123Subdomain(b.KeySecret); len(msgs) > 0 {
-				bad("Bastion.KeySecret", "%q: %v", b.KeySecret, msgs)
+				bad("Bastion.KeySecret", "%q: %s", b.KeySecret, strings.Join(msgs, "; "))
 			}
 		}
 	} else if s.Bastion != (Bastion{}) {
