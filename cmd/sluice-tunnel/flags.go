@@ -39,6 +39,7 @@ type config struct {
 	metrics         string // host:port to serve /metrics on; "" for none
 	logFormat       string // "json" or "text"
 	logLevel        slog.Level
+	access          accessFlags // bastion, reconnection jitter
 
 	// forward
 	target tunnel.Target
@@ -102,6 +103,7 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 	fs.StringVar(&raw.metrics, "metrics", "", "ADDR:PORT to serve /metrics and /healthz on, ADDR an IP address or empty for all (default: no metrics)")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&raw.level, "log-level", "info", "log level: debug, info, warn or error")
+	c.access.define(fs)
 	switch mode {
 	case modeForward:
 		fs.StringVar(&raw.target, "target", string(tunnel.TargetNode), "where the ports are dialed: node (the node's sshd dials its loopback) or login (the login node dials NODE:PORT)")
@@ -163,6 +165,7 @@ func (c *config) check(raw *rawFlags) error {
 		fail("log-level", fmt.Errorf("%q: want debug, info, warn or error", raw.level))
 	}
 
+	errs = append(errs, c.access.check()...)
 	switch c.mode {
 	case modeForward:
 		errs = append(errs, c.checkForward(raw)...)

@@ -67,6 +67,7 @@ func TestParseArgsForward(t *testing.T) {
 		metrics:         "127.80.0.5:9464",
 		logFormat:       "json",
 		logLevel:        slog.LevelInfo,
+		access:          accessFlags{windowMax: defaultWindowMax},
 		target:          tunnel.TargetNode,
 		ports:           []int{8080, 9090},
 		listen:          "127.80.0.5",

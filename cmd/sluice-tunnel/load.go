@@ -50,15 +50,17 @@ func loadHop(c *config, log *slog.Logger) (*tunnel.Hop, error) {
 	if _, err := os.ReadFile(c.nodeFile); err != nil {
 		errs = append(errs, fmt.Errorf("--node-file: %w", err))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return &tunnel.Hop{
+	hop := &tunnel.Hop{
 		LoginAddr:     c.login,
 		User:          c.user,
 		Auth:          []ssh.AuthMethod{auth},
 		LoginHostKeys: loginKeys,
 		NodeHostKeys:  nodeKeys,
 		NodePort:      c.nodePort,
-	}, nil
+	}
+	errs = append(errs, c.access.load(hop, c.user, auth, log)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return hop, nil
 }

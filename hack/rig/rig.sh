@@ -13,7 +13,7 @@
 #                                   remove the network
 #   rig.sh status                   one line per service; non-zero if anything is down
 #   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
-#                                   sshd-login sshd-node redis etcd kube-apiserver
+#                                   sshd-login sshd-node sshd-bastion redis etcd kube-apiserver
 #                                   kube-controller-manager kube-scheduler
 #                                   containerd kubelet kube-proxy
 #
@@ -38,6 +38,8 @@ source "${RIG_SRC_DIR}/lib/mariadb.sh"
 source "${RIG_SRC_DIR}/lib/slurm.sh"
 # shellcheck source=lib/sshd.sh
 source "${RIG_SRC_DIR}/lib/sshd.sh"
+# shellcheck source=lib/bastion.sh
+source "${RIG_SRC_DIR}/lib/bastion.sh"
 # shellcheck source=lib/redis.sh
 source "${RIG_SRC_DIR}/lib/redis.sh"
 # shellcheck source=lib/image.sh
@@ -60,8 +62,8 @@ source "${RIG_SRC_DIR}/lib/services.sh"
 usage() {
 	cat >&2 <<'USAGE'
 usage: rig.sh up [node] | down | status | start|stop|restart SERVICE
-  SERVICE: munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis
-           etcd kube-apiserver kube-controller-manager kube-scheduler
+  SERVICE: munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node sshd-bastion
+           redis etcd kube-apiserver kube-controller-manager kube-scheduler
            containerd kubelet kube-proxy
   SLUICE_RIG_NODE=0 rig.sh up leaves the node (containerd, kubelet, kube-proxy) out
 USAGE
@@ -118,6 +120,7 @@ cmd_up_node() {
 
 cmd_down() {
 	services_down
+	bastion_net_down
 	net_down
 	wait_reaped
 	rm -f "${RIG_DIR}/rig.env"

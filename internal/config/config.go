@@ -108,6 +108,11 @@ type SSH struct {
 	ReplicateCredentials bool    `yaml:"ReplicateCredentials"`
 	Reverse              Reverse `yaml:"Reverse"`
 
+	// Bastion is an SSH host before the login node (access.go).
+	Bastion Bastion `yaml:"Bastion"`
+	// Pacing spreads out new connections to the site (access.go).
+	Pacing Pacing `yaml:"Pacing"`
+
 	// TunnelImage is the container image of the shadows' tunnel containers
 	// (sluice-tunnel). If empty, DefaultTunnelImage().
 	TunnelImage string `yaml:"TunnelImage"`
@@ -201,6 +206,7 @@ func (c *Config) Default() {
 	if s.ForwardTarget == "" {
 		s.ForwardTarget = "node"
 	}
+	s.defaultAccess()
 	if s.TunnelImage == "" {
 		s.TunnelImage = DefaultTunnelImage()
 	}

@@ -124,6 +124,7 @@ func (c *Config) Validate() error {
 	}
 	oneOf(bad, "Network.SSH.Reverse.Sshd", h.Reverse.Sshd, "node", "userspace")
 	oneOf(bad, "Network.SSH.Reverse.NodeExec", h.Reverse.NodeExec, "ssh", "srun")
+	c.validateAccess(bad)
 	c.Node.validate(bad)
 	return errors.Join(errs...)
 }

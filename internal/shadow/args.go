@@ -24,11 +24,12 @@ func (s Spec) commonArgs() []string {
 	if s.KeySecretCertificate {
 		args = append(args, "--certificate="+path.Join(mountSSH, keyCert))
 	}
-	return append(args,
+	args = append(args,
 		"--login-known-hosts="+path.Join(mountLoginHosts, keyKnownHosts),
 		"--node-known-hosts="+path.Join(mountNodeHosts, keyKnownHosts),
 		"--node-file="+path.Join(mountNode, NodeKey),
 	)
+	return append(args, s.accessArgs()...)
 }
 
 // forwardArgs are the arguments of `sluice-tunnel forward` for the ports
@@ -88,12 +89,12 @@ func (s Spec) tunnelContainer(name string, args []string, ports []corev1.Contain
 				FieldPath:  "status.podIP",
 			}},
 		}},
-		VolumeMounts: []corev1.VolumeMount{
+		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: volSSH, MountPath: mountSSH, ReadOnly: true},
 			{Name: volLoginHosts, MountPath: mountLoginHosts, ReadOnly: true},
 			{Name: volNodeHosts, MountPath: mountNodeHosts, ReadOnly: true},
 			{Name: volNode, MountPath: mountNode, ReadOnly: true},
-		},
+		}, s.accessMounts()...),
 		SecurityContext: tunnelSecurity(),
 		LivenessProbe:   livenessProbe(metrics),
 		Resources:       tunnelResources(),
@@ -122,7 +123,7 @@ func (s Spec) tunnelVolumes(name string) []corev1.Volume {
 	if s.KeySecretCertificate {
 		items = append(items, corev1.KeyToPath{Key: keyCert, Path: keyCert})
 	}
-	return []corev1.Volume{
+	return append([]corev1.Volume{
 		{Name: volSSH, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  s.KeySecret,
 			Items:       items,
@@ -139,5 +140,5 @@ func (s Spec) tunnelVolumes(name string) []corev1.Volume {
 		{Name: volNode, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: NodeConfigMap(name)},
 		}}},
-	}
+	}, s.accessVolumes()...)
 }

@@ -37,6 +37,7 @@ func (m *Manager) Delete(ctx context.Context, pod *corev1.Pod) error {
 	if err := m.access(ns); err != nil {
 		return err
 	}
+	m.forgetTunnels(pod)
 	var errs []error
 	for _, o := range []struct {
 		kind string

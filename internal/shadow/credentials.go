@@ -27,6 +27,12 @@ func (m *Manager) replicate(ctx context.Context, pod *corev1.Pod, ns string) err
 		func() error { return m.copyConfigMap(ctx, ns, m.Spec.LoginHostKeys) },
 		func() error { return m.copyConfigMap(ctx, ns, m.Spec.NodeHostKeys) },
 	}
+	if b := m.Spec.Bastion; b.Host != "" {
+		copies = append(copies, func() error { return m.copyConfigMap(ctx, ns, b.HostKeys) })
+		if b.KeySecret != "" {
+			copies = append(copies, func() error { return m.copySecret(ctx, ns, b.KeySecret) })
+		}
+	}
 	for _, copyOne := range copies {
 		err := copyOne()
 		if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {

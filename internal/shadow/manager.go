@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	psapi "k8s.io/pod-security-admission/api"
@@ -33,6 +35,9 @@ type Manager struct {
 	// HTTP reads the tunnels' /status (TunnelStatus). If nil,
 	// http.DefaultClient.
 	HTTP *http.Client
+
+	tunnelsMu sync.Mutex
+	tunnels   map[types.UID]bool // pods with a shadow (access.go)
 }
 
 // Ref names a pod's shadow, as Ensure left it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +37,8 @@ func (m *Manager) SetNode(ctx context.Context, pod *corev1.Pod, node, job string
 	if err := m.access(ns); err != nil {
 		return err
 	}
-	patch, err := json.Marshal(nodePatch{Data: map[string]string{NodeKey: node, JobKey: job}})
+	tunnels := strconv.Itoa(m.countTunnels(pod))
+	patch, err := json.Marshal(nodePatch{Data: map[string]string{NodeKey: node, JobKey: job, TunnelsKey: tunnels}})
 	if err != nil {
 		return fmt.Errorf("shadow: set node: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/hostname"
@@ -56,6 +57,13 @@ type Spec struct {
 	// CredentialsNamespace holds the original credentials: the virtual
 	// kubelet's own namespace. Needed with ReplicateCredentials.
 	CredentialsNamespace string
+	// Bastion, if its Host is set, is before the login node (access.go).
+	Bastion Bastion
+	// ReconnectSpread and ReconnectWindowMax spread the tunnels'
+	// reconnections (Network.SSH.Pacing.ShadowSpread, ShadowWindowMax):
+	// none if ReconnectSpread is zero; the tunnel's default window if
+	// ReconnectWindowMax is.
+	ReconnectSpread, ReconnectWindowMax time.Duration
 }
 
 // SpecFrom takes a Spec from the virtual kubelet's configuration (defaults
@@ -79,6 +87,10 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 		TenantNamespace:      c.Network.TenantNamespace,
 		ReplicateCredentials: h.ReplicateCredentials,
 		CredentialsNamespace: credentialsNamespace,
+		Bastion: Bastion{Host: h.Bastion.Host, Port: h.Bastion.Port, User: h.Bastion.User,
+			HostKeys: h.Bastion.HostKeys, KeySecret: h.Bastion.KeySecret},
+		ReconnectSpread:    h.Pacing.ShadowSpread,
+		ReconnectWindowMax: h.Pacing.ShadowWindowMax,
 	}
 }
 
@@ -132,6 +144,7 @@ func (s Spec) Validate() error {
 		strings.ContainsAny(s.SocketDirRoot, " \t\n=")) {
 		bad("SocketDirRoot", "%q is not a clean absolute path", s.SocketDirRoot)
 	}
+	s.validateAccess(bad)
 	label("TenantNamespace", s.TenantNamespace, false)
 	if s.ReplicateCredentials {
 		label("CredentialsNamespace", s.CredentialsNamespace, true)

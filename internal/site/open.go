@@ -14,7 +14,8 @@ import (
 // Open returns the runner the configuration asks for: an SSH connection to
 // the login node with the key (and its certificate, read again at each
 // connection) and pinned known_hosts the configuration names, or the local
-// runner. The SSH connection is made on first use.
+// runner. The SSH connection is made on first use, through Dialer(c) (a
+// bastion, pacing).
 func Open(c *config.Config, log *slog.Logger) (Runner, error) {
 	if log == nil {
 		log = slog.Default()
@@ -47,7 +48,12 @@ func Open(c *config.Config, log *slog.Logger) (Runner, error) {
 	} else if hostKeys, err = sshx.HostKeys(h.KnownHostsFile); err != nil {
 		return nil, fmt.Errorf("open site: Network.SSH.KnownHostsFile: %w", err)
 	}
+	dial, err := Dialer(c, log)
+	if err != nil {
+		return nil, fmt.Errorf("open site: %w", err)
+	}
 	r, err := NewSSH(SSHConfig{
+		Dial:            dial,
 		Addr:            net.JoinHostPort(h.LoginHost, strconv.Itoa(h.Port)),
 		User:            h.User,
 		Auth:            []ssh.AuthMethod{auth},

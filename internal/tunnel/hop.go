@@ -32,8 +32,13 @@ type Hop struct {
 	NodeHostKeys  ssh.HostKeyCallback
 	// NodePort is the port of the compute nodes' sshd. If zero, 22.
 	NodePort int
-	// Dial opens the connection to the login node. If nil, a net.Dialer.
+	// Dial opens the connection to the login node (through a bastion, see
+	// sshx.Bastion). If nil, a net.Dialer.
 	Dial sshx.DialFunc
+	// BeforeLogin, if not nil, is waited for before each connection to the
+	// login node, outside Timeout (sshx.Jitter.Wait spreads reconnections
+	// out); its error ends the attempt.
+	BeforeLogin func(ctx context.Context) error
 	// Timeout bounds each connection and handshake. If zero, 20s.
 	Timeout time.Duration
 }
@@ -42,6 +47,11 @@ type Hop struct {
 func (h *Hop) Login(ctx context.Context) (*ssh.Client, error) {
 	if h.LoginHostKeys == nil || h.NodeHostKeys == nil {
 		return nil, errors.New("tunnel: login and node host keys must both be pinned")
+	}
+	if h.BeforeLogin != nil {
+		if err := h.BeforeLogin(ctx); err != nil {
+			return nil, err
+		}
 	}
 	dial := h.Dial
 	if dial == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/kubeletstream"
+	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
@@ -42,6 +43,10 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API streams: Network.SSH.NodeKnownHostsFile: %w", err)
 	}
+	dial, err := site.Dialer(cfg, log) // the runner's: a bastion, one pacing bucket
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API streams: %w", err)
+	}
 	s.Conns = &kubeletstream.Conns{
 		Hop: &tunnel.Hop{
 			LoginAddr:     net.JoinHostPort(h.LoginHost, strconv.Itoa(h.Port)),
@@ -49,6 +54,7 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger)
 			Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
 			LoginHostKeys: loginKeys,
 			NodeHostKeys:  nodeKeys,
+			Dial:          dial,
 		},
 		Logger: log,
 	}

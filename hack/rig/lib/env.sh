@@ -18,6 +18,7 @@ env_write() {
 		printf 'RIG_OTHER_KEY=%s\n' "$(user_key "${RIG_OTHER_USER}")"
 		printf 'RIG_KNOWN_HOSTS=%s\n' "${RIG_KNOWN_HOSTS_FILE}"
 		printf 'RIG_NODE_KNOWN_HOSTS=%s\n' "${RIG_NODE_KNOWN_HOSTS_FILE}"
+		bastion_env_lines
 		printf 'RIG_DATA_ROOT=%s\n' "$(data_root)"
 		printf 'RIG_IMAGE=%s\n' "${RIG_IMAGE_DIR}"
 		printf 'RIG_REDIS_ADDR=%s\n' "${REDIS_ADDR}"

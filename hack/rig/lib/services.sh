@@ -2,7 +2,7 @@
 # The rig's daemons, in start order, and how to start, stop and check each.
 set -euo pipefail
 
-RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node redis "${KUBE_SERVICES[@]}")
+RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node sshd-bastion redis "${KUBE_SERVICES[@]}")
 # the node's (lib/node.sh) are started only when asked, and always stopped
 ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}")
 
@@ -12,7 +12,7 @@ svc_comm() {
 	munge) printf munged ;;
 	mariadb) printf mariadbd ;;
 	slurmdbd | slurmctld | slurmd) printf '%s' "$1" ;;
-	sshd-login | sshd-node) printf sshd ;;
+	sshd-login | sshd-node | sshd-bastion) printf sshd ;;
 	redis) printf redis-server ;;
 	etcd) printf etcd ;;
 	kube-apiserver | kube-controller-manager | kube-scheduler) printf kube ;;
@@ -50,6 +50,7 @@ service_start() {
 	slurmctld) slurmctld_start ;;
 	slurmd) slurmd_start ;;
 	sshd-login | sshd-node) sshd_start "${svc}" ;;
+	sshd-bastion) bastion_start ;;
 	redis) redis_start ;;
 	containerd | kubelet | kube-proxy) node_start "${svc}" ;;
 	etcd | kube-*) kube_start "${svc}" ;;
@@ -100,6 +101,7 @@ services_up() {
 			fi
 		done
 	fi
+	bastion_restart_changed
 	known_hosts_up
 	for svc in "${RIG_SERVICES[@]}"; do
 		service_start "${svc}"
