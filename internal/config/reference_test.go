@@ -83,6 +83,8 @@ func typeWord(t reflect.Type) string {
 		return "boolean"
 	case reflect.Int, reflect.Int64:
 		return "integer"
+	case reflect.Float64:
+		return "number"
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.String {
 			return "list of strings"
