@@ -18,6 +18,10 @@ const (
 	SingularityMounts = "slurm-job.vk.io/singularity-mounts"
 	// SingularityOptions adds apptainer options (--nv).
 	SingularityOptions = "slurm-job.vk.io/singularity-options"
+	// EnrootMounts adds enroot mounts (--mount src:dst[:type[:opts]]).
+	EnrootMounts = "slurm-job.vk.io/enroot-mounts"
+	// EnrootOptions adds enroot start options (--rw, --env K=V).
+	EnrootOptions = "slurm-job.vk.io/enroot-options"
 	// MPIFlags runs each container under mpiexec -np $SLURM_NTASKS with
 	// these flags.
 	MPIFlags = "slurm-job.vk.io/mpi-flags"

@@ -45,7 +45,7 @@ func TestUnimplementedAnnotationsAreWarnedOnce(t *testing.T) {
 	h.waitEvent("Normal Submitted submitted as Slurm job")
 	h.waitEvent("Normal Adopted adopted Slurm job")
 	want := map[string]string{
-		"slurm-job.vk.io/enroot-options": "not implemented yet: sluice has no enroot runtime",
+		"slurm-job.vk.io/enroot-options": "the site's runtime is charliecloud, not enroot: the containers run without these options",
 		"interlink.eu/shadow-same-ns":    "not implemented yet: the shadow is made in the namespace <namespace>-shadow",
 		"interlink.eu/made-up":           "sluice does not know this annotation; it has no effect here",
 	}
