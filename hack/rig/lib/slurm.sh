@@ -101,15 +101,14 @@ node_state() {
 	in_login sinfo -h -n "${NODE_NAME}" -o %t 2>/dev/null || true
 }
 
-# node_ready: the node answers and takes jobs. A node left drained, down or
-# invalid (a registration refused by an earlier configuration) by an earlier
-# run is resumed.
+# node_ready: the node answers and takes jobs. A node left drained or down by
+# an earlier run is resumed.
 node_ready() {
 	local state
 	state="$(node_state)"
 	case "${state}" in
 	idle | mix | alloc | comp) return 0 ;;
-	drain | drng | down | inval)
+	drain | drng | down)
 		in_login scontrol update nodename="${NODE_NAME}" state=resume >/dev/null 2>&1 || true
 		return 1
 		;;
