@@ -77,7 +77,7 @@ var known = []Known{
 	{ReverseSocksPort, Sluice, "a SOCKS5 proxy on the node for the job, where the site allows it"},
 	{RetiredReverseOwnerOnly, Warned, "retired, it has no effect: the relay forwards the job user's connections only, always"},
 	{RetiredReverseNodeExec, Warned, "retired, it has no effect: the site chooses how the tunnel reaches the node (Network.SSH.Reverse.NodeExec)"},
-	{"interlink.eu/shadow-same-ns", Warned, notYet + "the shadow is made in the namespace <namespace>-shadow, or in the node's tenant namespace (Network.TenantNamespace)"},
+	{ShadowSameNS, Mapped, "\"true\" makes the shadow in the pod's own namespace instead of <namespace>-shadow; refused on a node confined to another namespace (Network.TenantNamespace), and where the site's SSH credentials would be copied into the pod's namespace (Network.SSH.ReplicateCredentials)"},
 	{"interlink.eu/pod-ip", Warned, "not implemented: the pod's IP is the node's InternalIP and POD_IP is not exported; set it from the downward API (status.podIP) if the containers need it"},
 	{"interlink.eu/pod-subnet", Warned, "not implemented: sluice has no full-mesh network; the shadow forwards the containers' ports"},
 	{"interlink.eu/wstunnel-extra-ports", Warned, notYet + "the shadow forwards the ports the containers declare only; declare the port in the container's ports"},

@@ -25,7 +25,6 @@ func TestWarnings(t *testing.T) {
 	want := []struct{ name, says string }{
 		{"interlink.eu/brand-new", "interlink.eu/brand-new: sluice does not know this annotation; it has no effect here"},
 		{RetiredReverseOwnerOnly, RetiredReverseOwnerOnly + ": retired, it has no effect"},
-		{"interlink.eu/shadow-same-ns", "interlink.eu/shadow-same-ns: not implemented yet: the shadow is made in the namespace <namespace>-shadow"},
 		{"interlink.eu/wg-private-key", "a private key does not belong in an annotation"},
 		{"interlink.virtual-kubelet.io/other", "sluice does not know this annotation"},
 	}

@@ -29,6 +29,10 @@ const (
 	ImageRoot = "slurm-job.vk.io/image-root"
 )
 
+// ShadowSameNS ("true") makes the pod's shadow in the pod's own namespace
+// instead of <namespace>-shadow (interLink's virtual kubelet).
+const ShadowSameNS = "interlink.eu/shadow-same-ns"
+
 // Reverse tunnel annotations (S5).
 const (
 	// ReverseForwards lists the cluster endpoints the job reaches:
