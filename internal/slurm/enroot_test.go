@@ -277,3 +277,23 @@ func TestEnrootExecArgv(t *testing.T) {
 		t.Error("the exec script does not mount the hosts copy for enroot")
 	}
 }
+
+// The site's enroot keys: EnrootPath is the program, EnrootPrefix the
+// image prefix, EnrootDefaultOptions checked as the pods' options are,
+// a refused one naming the key.
+func TestNewSiteOptionsEnroot(t *testing.T) {
+	o := enrootSiteOptions()
+	if o.RuntimePath != "/opt/enroot/bin/enroot" || o.ImagePrefix != "docker://" || strings.Join(o.RuntimeOptions, " ") != "--root" {
+		t.Errorf("got %+v", o)
+	}
+	_, err := NewSiteOptions(config.Site{ContainerRuntime: "enroot", Plugin: config.Plugin{EnrootDefaultOptions: []string{"--conf /x"}}})
+	if err == nil || !strings.Contains(err.Error(), "Site.EnrootDefaultOptions: \"--conf\": --conf is refused") {
+		t.Errorf("NewSiteOptions with --conf: %v", err)
+	}
+	if err := (&SiteOptions{RuntimeOptions: []string{"--rw"}}).checkScript(RuntimeApptainer); err == nil {
+		t.Error("checkScript took an enroot option for apptainer")
+	}
+	if err := (&SiteOptions{RuntimeOptions: []string{"--rw"}}).checkScript(RuntimeCharliecloud); err == nil {
+		t.Error("checkScript took an option for charliecloud")
+	}
+}
