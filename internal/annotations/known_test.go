@@ -13,7 +13,7 @@ func TestWarnings(t *testing.T) {
 		ReverseForwards:                      "redis:6379",
 		SingularityOptions:                   "--nv",
 		MPIFlags:                             "--bind-to core",
-		"slurm-job.vk.io/enroot-mounts":      "/a:/b",
+		EnrootMounts:                         "/a:/b",
 		"interlink.eu/shadow-same-ns":        "true",
 		"interlink.eu/wg-private-key":        "secret",
 		"interlink.eu/brand-new":             "x",
@@ -25,10 +25,8 @@ func TestWarnings(t *testing.T) {
 	want := []struct{ name, says string }{
 		{"interlink.eu/brand-new", "interlink.eu/brand-new: sluice does not know this annotation; it has no effect here"},
 		{RetiredReverseOwnerOnly, RetiredReverseOwnerOnly + ": retired, it has no effect"},
-		{"interlink.eu/shadow-same-ns", "interlink.eu/shadow-same-ns: not implemented yet: the shadow is made in the namespace <namespace>-shadow"},
 		{"interlink.eu/wg-private-key", "a private key does not belong in an annotation"},
 		{"interlink.virtual-kubelet.io/other", "sluice does not know this annotation"},
-		{"slurm-job.vk.io/enroot-mounts", "slurm-job.vk.io/enroot-mounts: not implemented yet: sluice has no enroot runtime"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d warnings %+v; want %d", len(got), got, len(want))

@@ -18,12 +18,20 @@ const (
 	SingularityMounts = "slurm-job.vk.io/singularity-mounts"
 	// SingularityOptions adds apptainer options (--nv).
 	SingularityOptions = "slurm-job.vk.io/singularity-options"
+	// EnrootMounts adds enroot mounts (--mount src:dst[:type[:opts]]).
+	EnrootMounts = "slurm-job.vk.io/enroot-mounts"
+	// EnrootOptions adds enroot start options (--rw, --env K=V).
+	EnrootOptions = "slurm-job.vk.io/enroot-options"
 	// MPIFlags runs each container under mpiexec -np $SLURM_NTASKS with
 	// these flags.
 	MPIFlags = "slurm-job.vk.io/mpi-flags"
 	// ImageRoot replaces the site's image prefix (Site.ImagePrefix).
 	ImageRoot = "slurm-job.vk.io/image-root"
 )
+
+// ShadowSameNS ("true") makes the pod's shadow in the pod's own namespace
+// instead of <namespace>-shadow (interLink's virtual kubelet).
+const ShadowSameNS = "interlink.eu/shadow-same-ns"
 
 // Reverse tunnel annotations (S5).
 const (

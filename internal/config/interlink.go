@@ -96,10 +96,9 @@ func ImportInterLink(data []byte) (*Imported, error) {
 	case "", "singularity":
 		site["ContainerRuntime"] = "singularity"
 	case "enroot":
-		site["ContainerRuntime"] = Placeholder + "apptainer, singularity, charliecloud or none>"
-		note("ContainerRuntime: sluice has no enroot runtime yet; choose another (the Enroot keys are kept, unused)")
+		site["ContainerRuntime"] = "enroot"
 	default:
-		site["ContainerRuntime"] = Placeholder + "apptainer, singularity, charliecloud or none>"
+		site["ContainerRuntime"] = Placeholder + "apptainer, singularity, charliecloud, enroot or none>"
 		note("ContainerRuntime: %q is not a runtime of interLink's plugin", rt)
 	}
 	switch dr := p.DataRootFolder; {

@@ -85,8 +85,8 @@ func TestImportInterLink(t *testing.T) {
 		},
 		{
 			file:    "enroot.yaml",
-			notes:   []string{"ContainerRuntime: sluice has no enroot runtime yet"},
-			runtime: "apptainer", filledNum: 7,
+			notes:   []string{"DataRootFolder"},
+			runtime: "enroot", filledNum: 6,
 			check: func(t *testing.T, c *Config) {
 				p := c.Site.Plugin
 				if p.EnrootPath != "enroot" || strings.Join(p.EnrootDefaultOptions, " ") != "--rw" {

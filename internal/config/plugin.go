@@ -32,8 +32,10 @@ type Plugin struct {
 	// own name.
 	SingularityPath string `yaml:"SingularityPath"`
 
-	// The enroot keys, kept for enroot sites. sluice has no enroot runtime
-	// yet: they are checked and otherwise unused.
+	// The enroot keys (ContainerRuntime enroot): the options given to every
+	// enroot start before the pod's, the image prefix used instead of
+	// ImagePrefix when set, and the enroot program (a name looked up in the
+	// job's PATH, or an absolute path; if empty, enroot).
 	EnrootDefaultOptions []string `yaml:"EnrootDefaultOptions"`
 	EnrootPrefix         string   `yaml:"EnrootPrefix"`
 	EnrootPath           string   `yaml:"EnrootPath"`

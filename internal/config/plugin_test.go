@@ -77,6 +77,7 @@ func TestPluginKeysRefused(t *testing.T) {
 		{"program", "SingularityPath: apptainer", "SingularityPath: apptainer;x", "Site.SingularityPath: must be a clean absolute path"},
 		{"option", `"--containall"]`, `"containall"]`, `Site.SingularityDefaultOptions[2]: must be an option (starting with '-')`},
 		{"option runtime", "ContainerRuntime: apptainer", "ContainerRuntime: charliecloud", `Site.SingularityDefaultOptions: is for the apptainer and singularity runtimes`},
+		{"enroot options runtime", "BashPath: /bin/bash", "BashPath: /bin/bash\n  EnrootDefaultOptions: [--rw]", `Site.EnrootDefaultOptions: is for the enroot runtime; Site.ContainerRuntime is "apptainer"`},
 		{"unknown key", "BashPath: /bin/bash", "BashPth: /bin/bash", "field BashPth not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,6 +84,9 @@ func (p *Plugin) validate(bad reporter, runtime string) {
 	if len(p.SingularityDefaultOptions) > 0 && runtime != "apptainer" && runtime != "singularity" {
 		bad("Site.SingularityDefaultOptions", "is for the apptainer and singularity runtimes; Site.ContainerRuntime is %q", runtime)
 	}
+	if len(p.EnrootDefaultOptions) > 0 && runtime != "enroot" {
+		bad("Site.EnrootDefaultOptions", "is for the enroot runtime; Site.ContainerRuntime is %q", runtime)
+	}
 }
 
 func (p *Plugin) flavorNames() []string { return slices.Sorted(maps.Keys(p.Flavors)) }

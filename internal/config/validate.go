@@ -55,7 +55,7 @@ func (c *Config) Validate() error {
 			bad("Site.SocketDirRoot", "%v", err)
 		}
 	}
-	oneOf(bad, "Site.ContainerRuntime", s.ContainerRuntime, "apptainer", "singularity", "charliecloud", "none")
+	oneOf(bad, "Site.ContainerRuntime", s.ContainerRuntime, "apptainer", "singularity", "charliecloud", "enroot", "none")
 	if s.PollInterval < 100*time.Millisecond {
 		bad("Site.PollInterval", "must be at least 100ms, got %s", s.PollInterval)
 	}

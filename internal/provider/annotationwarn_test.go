@@ -12,9 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Each annotation of interLink's that sluice does not implement gives one
+// Each annotation of interLink's that sluice does not implement (or that
+// the site's runtime cannot apply: enroot's under Charliecloud) gives one
 // Warning Event naming it and saying what sluice does instead, and the pod
-// runs; implemented and foreign annotations give none; CreatePod called
+// runs; implemented (shadow-same-ns) and foreign annotations give none; CreatePod called
 // again for the same pod, or for a pod of the node before a restart, tells
 // nothing again.
 func TestUnimplementedAnnotationsAreWarnedOnce(t *testing.T) {
@@ -45,8 +46,7 @@ func TestUnimplementedAnnotationsAreWarnedOnce(t *testing.T) {
 	h.waitEvent("Normal Submitted submitted as Slurm job")
 	h.waitEvent("Normal Adopted adopted Slurm job")
 	want := map[string]string{
-		"slurm-job.vk.io/enroot-options": "not implemented yet: sluice has no enroot runtime",
-		"interlink.eu/shadow-same-ns":    "not implemented yet: the shadow is made in the namespace <namespace>-shadow",
+		"slurm-job.vk.io/enroot-options": "the site's runtime is charliecloud, not enroot: the containers run without these options",
 		"interlink.eu/made-up":           "sluice does not know this annotation; it has no effect here",
 	}
 	h.mu.Lock()

@@ -103,6 +103,9 @@ func (s Spec) checkPod(pod *corev1.Pod) (string, error) {
 	if uid == "" || len(validation.IsValidLabelValue(uid)) > 0 || strings.Contains(uid, ".") {
 		return "", podErr("metadata.uid", "%q is not a pod UID", uid)
 	}
+	if err := s.checkSameNamespace(pod); err != nil {
+		return "", err
+	}
 	ns := Namespace(pod, s.TenantNamespace)
 	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 		return "", podErr("metadata.namespace", "the shadow namespace %s is not a DNS label (%s): the namespace is too long for a node not confined to a tenant namespace",
@@ -275,4 +278,32 @@ func isOurs(ours []corev1.Volume, name string) bool {
 		}
 	}
 	return false
+}
+
+// checkSameNamespace checks a pod's annotations.ShadowSameNS: "true" or
+// "false"; "true" on a node confined to another namespace than the pod's
+// is refused (the node makes shadows in its tenant namespace only), and so
+// is "true" where the site's SSH credentials would be copied into the
+// pod's namespace (ReplicateCredentials), readable to whoever reads its
+// Secrets.
+func (s Spec) checkSameNamespace(pod *corev1.Pod) error {
+	v, ok := pod.Annotations[annotations.ShadowSameNS]
+	if !ok || v == "false" {
+		return nil
+	}
+	field := "metadata.annotations[" + annotations.ShadowSameNS + "]"
+	switch {
+	case v != "true":
+		return podErr(field, "%q: want true or false", v)
+	case s.TenantNamespace != "" && pod.Namespace != s.TenantNamespace:
+		return podErr(field, "node %s is confined to namespace %s (Network.TenantNamespace), where it makes every shadow; "+
+			"the shadow of a pod of namespace %s cannot be made in the pod's namespace: run the pod in %s or drop the annotation",
+			s.NodeName, s.TenantNamespace, pod.Namespace, s.TenantNamespace)
+	case s.ReplicateCredentials && s.TenantNamespace == "" && pod.Namespace != s.CredentialsNamespace:
+		return podErr(field, "the shadow would need the site's SSH credentials copied into namespace %s "+
+			"(Network.SSH.ReplicateCredentials), where whoever reads its Secrets would have them; "+
+			"drop the annotation (the shadow goes to %s), or run the pod on a node confined to %s (Network.TenantNamespace)",
+			pod.Namespace, pod.Namespace+ShadowSuffix, pod.Namespace)
+	}
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
 )
 
 const (
@@ -63,12 +65,17 @@ func prefix(podName string, n int) string {
 }
 
 // Namespace is the namespace of pod's shadow: tenant when the node is
-// confined to it, else the pod's namespace + "-shadow". The result of the
-// latter is not a valid namespace when the pod's namespace is longer than
-// 56 characters; Spec.Build refuses such a pod.
+// confined to it; the pod's own namespace when it asks so
+// (annotations.ShadowSameNS, as in interLink); else the pod's namespace +
+// "-shadow". The result of the latter is not a valid namespace when the
+// pod's namespace is longer than 56 characters; Spec.Build refuses such a
+// pod, and one asking for its own namespace on a node confined to another.
 func Namespace(pod *corev1.Pod, tenant string) string {
 	if tenant != "" {
 		return tenant
+	}
+	if pod.Annotations[annotations.ShadowSameNS] == "true" {
+		return pod.Namespace
 	}
 	return pod.Namespace + ShadowSuffix
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
 )
 
 func TestName(t *testing.T) {
@@ -80,6 +82,17 @@ func TestNamespace(t *testing.T) {
 	}
 	if got := Namespace(pod, "hpc-tenant"); got != "hpc-tenant" {
 		t.Errorf("Namespace with tenant = %q; want hpc-tenant", got)
+	}
+	pod.Annotations = map[string]string{annotations.ShadowSameNS: "true"}
+	if got := Namespace(pod, ""); got != "science" {
+		t.Errorf("Namespace of a pod asking for its own = %q; want science", got)
+	}
+	if got := Namespace(pod, "hpc-tenant"); got != "hpc-tenant" {
+		t.Errorf("Namespace of a pod asking for its own, with tenant = %q; want hpc-tenant (Build refuses it)", got)
+	}
+	pod.Annotations[annotations.ShadowSameNS] = "false"
+	if got := Namespace(pod, ""); got != "science-shadow" {
+		t.Errorf("Namespace with %s false = %q; want science-shadow", annotations.ShadowSameNS, got)
 	}
 }
 

@@ -88,6 +88,16 @@ var apptainerShort = map[byte]string{
 // parseBinds, not refused. A word that is not an option is refused: it
 // would be read as the image.
 func checkApptainerOptions(opts []string, src optionSource) ([]string, error) {
+	words, err := optionWords(opts)
+	if err != nil {
+		return nil, err
+	}
+	return checkApptainerWords(words, src)
+}
+
+// optionWords splits runtime options, each element one or more shell
+// words, into words.
+func optionWords(opts []string) ([]string, error) {
 	var words []string
 	for _, o := range opts {
 		w, err := splitWords(o)
@@ -96,7 +106,7 @@ func checkApptainerOptions(opts []string, src optionSource) ([]string, error) {
 		}
 		words = append(words, w...)
 	}
-	return checkApptainerWords(words, src)
+	return words, nil
 }
 
 // checkApptainerWords checks options already split into words (as
@@ -179,21 +189,28 @@ func covers(dst string) bool {
 
 // apptainerWord reads one option word: --name, --name=value, -x, -xvalue.
 func apptainerWord(word string) (name, value string, hasValue bool, err error) {
+	return optionWord(word, apptainerShort, "apptainer", "the image")
+}
+
+// optionWord reads one option word of a runtime whose one-letter options
+// are short: --name, --name=value, -x, -xvalue. A word that is no option
+// would be read as what follows the options (what).
+func optionWord(word string, short map[byte]string, runtime, what string) (name, value string, hasValue bool, err error) {
 	switch {
 	case strings.HasPrefix(word, "--"):
 		name, value, hasValue = strings.Cut(word[2:], "=")
 		return name, value, hasValue, nil
 	case len(word) >= 2 && word[0] == '-':
-		long, ok := apptainerShort[word[1]]
+		long, ok := short[word[1]]
 		if !ok {
-			return "", "", false, fmt.Errorf("%q: sluice does not know the apptainer option -%c", word, word[1])
+			return "", "", false, fmt.Errorf("%q: sluice does not know the %s option -%c", word, runtime, word[1])
 		}
 		if len(word) > 2 {
 			return long, strings.TrimPrefix(word[2:], "="), true, nil
 		}
 		return long, "", false, nil
 	}
-	return "", "", false, fmt.Errorf("%q is not an apptainer option (a value goes right after its option); it would be read as the image", word)
+	return "", "", false, fmt.Errorf("%q is not an %s option (a value goes right after its option); it would be read as %s", word, runtime, what)
 }
 
 // Bind is one bind of a --bind list: src[:dst[:ro|rw]].

@@ -13,7 +13,7 @@ import (
 // container's environment from ENV_FILE (as the batch script's sluice_run
 // does), enters DIR, and, when HOSTS_REF names the reverse tunnel's hosts
 // copy, binds it over /etc/hosts as the job's containers have it (ch-run's
-// -b, or APPTAINER_BIND); then it execs COMMAND. Empty arguments are
+// -b, enroot start's --mount, or APPTAINER_BIND); then it execs COMMAND. Empty arguments are
 // skipped.
 const execScript = `set -a
 # shellcheck source=/dev/null
@@ -29,6 +29,11 @@ if [ -n "$sluice_hosts" ] && [ -f "$sluice_hosts" ]; then
 		sluice_bin=$1
 		shift
 		set -- "$sluice_bin" -b "$sluice_hosts:/etc/hosts" "$@"
+		;;
+	enroot | */enroot)
+		sluice_bin=$1 sluice_verb=$2
+		shift 2
+		set -- "$sluice_bin" "$sluice_verb" --mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind" "$@"
 		;;
 	*)
 		sluice_bind=${APPTAINER_BIND:-${SINGULARITY_BIND:-}}
@@ -94,6 +99,11 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	argv = append(argv, "--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir, hosts)
 	if b := r.Binary(); b != "" {
 		argv = append(argv, b)
+	}
+	if v := r.verb(); v != "" {
+		// enroot start: a new process in the job's enroot container, as
+		// apptainer exec and ch-run start one in the image.
+		argv = append(argv, v)
 	}
 	c.Command, c.Args = cmd, nil
 	// The site's and the pod's apptainer options (interLink's

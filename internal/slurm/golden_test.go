@@ -33,6 +33,20 @@ var goldenCases = []struct {
 	{"charliecloud-full", RuntimeCharliecloud, func() *corev1.Pod {
 		return fullPod([3]string{"/shared/ch/busybox", "/shared/ch/python", "example.com:5050/logger"})
 	}, SiteOptions{}},
+	{"enroot-full", RuntimeEnroot, func() *corev1.Pod {
+		return withoutMultiline(fullPod([3]string{"/shared/enroot/busybox.sqsh", "nvcr.io/nvidia/pytorch:24.01-py3", "docker://ubuntu:24.04"}))
+	}, SiteOptions{}},
+	{"enroot-site", RuntimeEnroot, func() *corev1.Pod {
+		p := gpuPod()
+		p.Spec.Containers[0].Command = []string{"python3", "train.py"}
+		p.Annotations = map[string]string{
+			AnnotationEnrootMounts:  "--mount /scratch/alice/data:/data:none:bind,ro /scratch/alice/out:/out",
+			AnnotationEnrootOptions: `--rw -e "GREETING=it's me"`,
+			AnnotationMPIFlags:      "--bind-to core",
+			AnnotationFlags:         "-p gpu -t 10",
+		}
+		return p
+	}, enrootSiteOptions()},
 	{"none-full", RuntimeNone, func() *corev1.Pod { return withoutVolumes(fullPod([3]string{"ignored", "ignored", "ignored"})) }, SiteOptions{}},
 	{"apptainer-default-command", RuntimeApptainer, func() *corev1.Pod { return simplePod("ghcr.io/org/hello:latest") }, SiteOptions{}},
 	{"apptainer-long-names", RuntimeApptainer, longPod, SiteOptions{}},

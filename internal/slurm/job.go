@@ -23,6 +23,10 @@ const (
 	AnnotationSingularityMounts  = annotations.SingularityMounts
 	// AnnotationMPIFlags runs the containers under mpiexec.
 	AnnotationMPIFlags = annotations.MPIFlags
+	// AnnotationEnrootOptions and AnnotationEnrootMounts add enroot start
+	// options and mounts (checkEnrootOptions).
+	AnnotationEnrootOptions = annotations.EnrootOptions
+	AnnotationEnrootMounts  = annotations.EnrootMounts
 	// AnnotationImageRoot replaces the site's image prefix.
 	AnnotationImageRoot = annotations.ImageRoot
 )
@@ -35,7 +39,8 @@ const (
 	RuntimeApptainer    Runtime = "apptainer"
 	RuntimeSingularity  Runtime = "singularity" // an alias of apptainer
 	RuntimeCharliecloud Runtime = "charliecloud"
-	RuntimeNone         Runtime = "none" // the command runs directly on the node
+	RuntimeEnroot       Runtime = "enroot" // NVIDIA's: import, create, start
+	RuntimeNone         Runtime = "none"   // the command runs directly on the node
 )
 
 // Job is a pod made ready for Slurm: everything its batch script needs, with
@@ -65,8 +70,10 @@ type Job struct {
 	// PreExec runs in the batch script before any container.
 	PreExec string
 	// RuntimeOptions are the pod's apptainer binds and options
-	// (AnnotationSingularityMounts, AnnotationSingularityOptions), checked,
-	// given after the site's (SiteOptions.RuntimeOptions).
+	// (AnnotationSingularityMounts, AnnotationSingularityOptions), or its
+	// enroot mounts and options (AnnotationEnrootMounts,
+	// AnnotationEnrootOptions), checked, given after the site's
+	// (SiteOptions.RuntimeOptions).
 	RuntimeOptions []string
 	// MPI runs every container under mpiexec -np $SLURM_NTASKS, with
 	// MPIFlags after -np (AnnotationMPIFlags).
@@ -100,7 +107,10 @@ type Container struct {
 	// EnvFile is the path, relative to the job directory, of the file that
 	// holds the container's environment (in Files, mode 0600).
 	EnvFile string
-	Mounts  []Mount
+	// EnvNames are the names of the variables of EnvFile, in its order:
+	// enroot takes each by name (--env NAME) from its own environment.
+	EnvNames []string
+	Mounts   []Mount
 }
 
 // Mount binds a path of the job directory into a container.

@@ -13,6 +13,8 @@ import "path"
 //	volumes/<name>/   volume contents
 //	env/<container>   the container's environment (0600)
 //	exec.hosts        the node-local path of the reverse tunnel's hosts copy
+//	enroot.rc         enroot's command script (the enroot runtime only)
+//	<container>.sqsh  an image enroot imported, while the script unpacks it
 //
 // Container names are unique within a pod across init and regular containers,
 // so one name never stands for two files.

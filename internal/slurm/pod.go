@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -148,7 +149,30 @@ func (b *podBuilder) build() (*Job, error) {
 		}
 		b.job.Containers = append(b.job.Containers, jc)
 	}
+	if b.rt == RuntimeEnroot {
+		if err := b.addFile("spec", File{Path: enrootRCFile, Data: []byte(enrootRC), Mode: 0o644}); err != nil {
+			return nil, err
+		}
+	}
 	return b.job, nil
+}
+
+// envNames gives the names of a container's variables for runtimes that
+// take them by name (enroot), nil for the others. enroot writes the
+// environment one line per variable: a value holding a line break is
+// refused.
+func (b *podBuilder) envNames(vars []envEntry) ([]string, error) {
+	if b.rt != RuntimeEnroot {
+		return nil, nil
+	}
+	names := make([]string, 0, len(vars))
+	for _, v := range vars {
+		if strings.ContainsAny(v.Value, "\n\r") {
+			return nil, fmt.Errorf("the value of %s holds a line break, which enroot's environment (one line per variable) cannot hold", v.Name)
+		}
+		names = append(names, v.Name)
+	}
+	return names, nil
 }
 
 func (b *podBuilder) annotations() error {
@@ -190,7 +214,12 @@ func (b *podBuilder) container(c *corev1.Container, field string) (Container, er
 	if err != nil {
 		return Container{}, err
 	}
-	data, err := formatEnvFile(env.vars())
+	vars := env.vars()
+	data, err := formatEnvFile(vars)
+	if err != nil {
+		return Container{}, podErr(field+".env", "%v", err)
+	}
+	names, err := b.envNames(vars)
 	if err != nil {
 		return Container{}, podErr(field+".env", "%v", err)
 	}
@@ -201,6 +230,7 @@ func (b *podBuilder) container(c *corev1.Container, field string) (Container, er
 		Args:       env.expandAll(c.Args),
 		WorkingDir: c.WorkingDir,
 		EnvFile:    envFilePath(c.Name),
+		EnvNames:   names,
 	}
 	if i, err := checkArgv(jc.Command); err != nil {
 		return Container{}, podErr(fmt.Sprintf("%s.command[%d]", field, i), "%v (after $(VAR) expansion)", err)

@@ -14,25 +14,33 @@ import (
 const ReasonAnnotationNotApplied = annotations.EventNotImplemented
 
 // runtimeAnnotations reads the annotations that shape how the containers
-// run: apptainer binds and options, mpiexec, the image root. It runs before
+// run: apptainer or enroot mounts and options, mpiexec, the image root. It runs before
 // the containers are built, which take the image root.
 func (b *podBuilder) runtimeAnnotations() error {
 	a := b.pod.Annotations
 	field := func(name string) string { return "metadata.annotations[" + name + "]" }
 	for _, an := range []struct {
-		name string
-		src  optionSource
-	}{{AnnotationSingularityMounts, mountsFromPod}, {AnnotationSingularityOptions, optionsFromPod}} {
+		name   string
+		src    optionSource
+		runs   func(Runtime) bool
+		check  func([]string, optionSource) ([]string, error)
+		rtName string
+	}{
+		{AnnotationSingularityMounts, mountsFromPod, Runtime.apptainer, checkApptainerOptions, "apptainer"},
+		{AnnotationSingularityOptions, optionsFromPod, Runtime.apptainer, checkApptainerOptions, "apptainer"},
+		{AnnotationEnrootMounts, mountsFromPod, Runtime.enroot, checkEnrootOptions, "enroot"},
+		{AnnotationEnrootOptions, optionsFromPod, Runtime.enroot, checkEnrootOptions, "enroot"},
+	} {
 		v, ok := a[an.name]
 		if !ok {
 			continue
 		}
-		opts, err := checkApptainerOptions([]string{v}, an.src)
+		opts, err := an.check([]string{v}, an.src)
 		if err != nil {
 			return podErr(field(an.name), "%v", err)
 		}
-		if !b.rt.apptainer() {
-			b.notApplied(an.name, fmt.Sprintf("the site's runtime is %s, not apptainer: the containers run without these options", b.rt))
+		if !an.runs(b.rt) {
+			b.notApplied(an.name, fmt.Sprintf("the site's runtime is %s, not %s: the containers run without these options", b.rt, an.rtName))
 			continue
 		}
 		b.job.RuntimeOptions = append(b.job.RuntimeOptions, opts...)

@@ -193,9 +193,9 @@ type reverseData struct {
 	Hosts []string
 	Names string // the names, for messages
 	// How the hosts copy reaches the containers (at most one is set).
-	BindEnv   bool // APPTAINER_BIND
-	BindChRun bool // ch-run -b on each container line
-	NoRemap   bool // the none runtime: a warning
+	BindEnv  bool // APPTAINER_BIND
+	BindLine bool // on each container line (ch-run -b, enroot --mount)
+	NoRemap  bool // the none runtime: a warning
 	// ExecHostsFile names, in the job directory, the file that holds the
 	// hosts copy's path, for kubectl exec (ExecArgv).
 	ExecHostsFile string
@@ -241,8 +241,8 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	switch rt {
 	case RuntimeApptainer, RuntimeSingularity:
 		d.BindEnv = true
-	case RuntimeCharliecloud:
-		d.BindChRun = true
+	case RuntimeCharliecloud, RuntimeEnroot:
+		d.BindLine = true
 	default:
 		d.NoRemap = true
 		return d

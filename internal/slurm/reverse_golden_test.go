@@ -41,6 +41,7 @@ var reverseGoldenCases = []struct {
 	}},
 	{name: "singularity-reverse", runtime: RuntimeSingularity},
 	{name: "charliecloud-reverse", runtime: RuntimeCharliecloud, pod: chPod},
+	{name: "enroot-reverse", runtime: RuntimeEnroot},
 	{name: "none-reverse", runtime: RuntimeNone, rev: func(r *ReverseJob) { r.Timeout = 1500 * time.Millisecond }},
 	{name: "apptainer-reverse-ip-only", runtime: RuntimeApptainer, pod: func(p *corev1.Pod) {
 		p.Annotations[annotations.ReverseForwards] = "10.96.0.10:53"

@@ -24,6 +24,8 @@ func (r Runtime) Binary() string {
 		return "singularity"
 	case RuntimeCharliecloud:
 		return "ch-run"
+	case RuntimeEnroot:
+		return "enroot"
 	}
 	return ""
 }
@@ -31,10 +33,10 @@ func (r Runtime) Binary() string {
 // Validate reports whether r is a runtime sluice knows.
 func (r Runtime) Validate() error {
 	switch r {
-	case RuntimeApptainer, RuntimeSingularity, RuntimeCharliecloud, RuntimeNone:
+	case RuntimeApptainer, RuntimeSingularity, RuntimeCharliecloud, RuntimeEnroot, RuntimeNone:
 		return nil
 	}
-	return fmt.Errorf("unknown container runtime %q (want apptainer, singularity, charliecloud or none)", r)
+	return fmt.Errorf("unknown container runtime %q (want apptainer, singularity, charliecloud, enroot or none)", r)
 }
 
 // image gives the image argument the runtime is called with.
@@ -56,6 +58,9 @@ func (r Runtime) image(image string) (string, error) {
 			return "", fmt.Errorf("image path %q is not clean", image)
 		}
 		return image, nil
+	}
+	if r == RuntimeEnroot {
+		return enrootImage(image)
 	}
 	if r == RuntimeApptainer || r == RuntimeSingularity {
 		for _, s := range apptainerSchemes {
@@ -89,8 +94,13 @@ func (r Runtime) mountsSupported() bool { return r != RuntimeNone }
 // argv gives the arguments of the runtime's binary (or, for RuntimeNone, the
 // command line itself) that run container c of a job in jobDir. c must have
 // been checked with checkContainer. opts are apptainer options, checked by
-// checkApptainerOptions, given right after exec or run.
+// checkApptainerOptions, given right after exec or run, or enroot start
+// options (checkEnrootOptions). For enroot the verb, start, is not in
+// them: the script puts the hosts copy's bind between (Runtime.verb).
 func (r Runtime) argv(c *Container, jobDir string, opts []string) []string {
+	if r == RuntimeEnroot {
+		return enrootArgv(c, jobDir, opts)
+	}
 	image, _ := r.image(c.Image) // checked by checkContainer
 	src := func(m Mount) string { return jobDir + "/" + m.Source }
 	var a []string
@@ -146,6 +156,11 @@ func (r Runtime) checkContainer(c *Container) error {
 			return fmt.Errorf("container %s: %w", c.Name, err)
 		}
 	}
+	if r == RuntimeEnroot {
+		if err := checkEnrootContainer(c); err != nil {
+			return err
+		}
+	}
 	if i, err := checkArgv(c.Command); err != nil {
 		return fmt.Errorf("container %s: command[%d] %w", c.Name, i, err)
 	}
@@ -177,3 +192,29 @@ func (r Runtime) checkContainer(c *Container) error {
 // apptainer reports whether r runs containers with apptainer (or
 // singularity), which takes apptainer options.
 func (r Runtime) apptainer() bool { return r == RuntimeApptainer || r == RuntimeSingularity }
+
+// verb is the word the runtime's program takes before any option, and
+// before the bind of the reverse tunnel's hosts copy: enroot's start.
+func (r Runtime) verb() string {
+	if r == RuntimeEnroot {
+		return "start"
+	}
+	return ""
+}
+
+// hostsBind is what binds the reverse tunnel's hosts copy over the
+// containers' /etc/hosts on each container line (after the verb), for the
+// runtimes that take it there; a fixed text of the script, which sets
+// sluice_hosts. Apptainer takes it from APPTAINER_BIND instead.
+func (r Runtime) hostsBind() string {
+	switch r {
+	case RuntimeCharliecloud:
+		return `-b "$sluice_hosts:/etc/hosts"`
+	case RuntimeEnroot:
+		return `--mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind"`
+	}
+	return ""
+}
+
+// enroot reports whether r runs containers with enroot.
+func (r Runtime) enroot() bool { return r == RuntimeEnroot }

@@ -85,8 +85,9 @@ type scriptData struct {
 	NeedsUser            bool   // ch-run needs USER
 	Dirs                 []string
 	Init, Containers     []containerData
-	ExitFiles            []string     // job.exit and every container's, removed at start
-	Reverse              *reverseData // the reverse tunnel, nil for none
+	ExitFiles            []string          // job.exit and every container's, removed at start
+	Reverse              *reverseData      // the reverse tunnel, nil for none
+	Enroot               []enrootContainer // enroot's containers to make, nil for other runtimes
 
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
@@ -100,9 +101,11 @@ type containerData struct {
 	// MPI puts mpiexec -np $SLURM_NTASKS and MPIFlags first.
 	MPI      bool
 	MPIFlags []string
-	Runtime  bool // Argv follows "$sluice_runtime"
-	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b) before Argv.
-	HostsBind bool
+	Runtime  bool   // Argv follows "$sluice_runtime"
+	Verb     string // the runtime's first word (enroot's start), "" for none
+	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b, enroot
+	// --mount) after Verb, before Argv: a fixed text (Runtime.hostsBind).
+	HostsBind string
 	Argv      []string
 }
 
@@ -137,8 +140,14 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""),
 		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
-	hostsBind := d.Reverse != nil && d.Reverse.BindChRun
+	hostsBind := ""
+	if d.Reverse != nil && d.Reverse.BindLine {
+		hostsBind = opts.Runtime.hostsBind()
+	}
 	d.ExitFiles = append(d.ExitFiles, jobExit)
+	if opts.Runtime == RuntimeEnroot {
+		d.Enroot = newEnrootContainers(job, opts.JobDir)
+	}
 	for i := range job.Init {
 		d.Init = append(d.Init, newContainerData(job, &job.Init[i], opts, hostsBind))
 		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name))
@@ -150,13 +159,14 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 	return d, nil
 }
 
-func newContainerData(job *Job, c *Container, opts ScriptOptions, hostsBind bool) containerData {
+func newContainerData(job *Job, c *Container, opts ScriptOptions, hostsBind string) containerData {
 	rtOpts := append(slices.Clip(opts.Site.RuntimeOptions), job.RuntimeOptions...)
 	d := containerData{
 		Name:      c.Name,
 		MPI:       job.MPI,
 		MPIFlags:  job.MPIFlags,
 		Runtime:   opts.Runtime != RuntimeNone,
+		Verb:      opts.Runtime.verb(),
 		HostsBind: hostsBind,
 		Argv:      opts.Runtime.argv(c, opts.JobDir, rtOpts),
 	}
@@ -202,14 +212,11 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 			return err
 		}
 	}
-	if err := opts.Site.checkScript(); err != nil {
+	if err := opts.Site.checkScript(opts.Runtime); err != nil {
 		return err
 	}
-	if _, err := checkApptainerWords(job.RuntimeOptions, optionsFromPod); err != nil {
-		return fmt.Errorf("apptainer options: %w", err)
-	}
-	if len(job.RuntimeOptions) > 0 && !opts.Runtime.apptainer() {
-		return fmt.Errorf("apptainer options for runtime %s", opts.Runtime)
+	if err := checkRuntimeOptions(opts.Runtime, job.RuntimeOptions, optionsFromPod); err != nil {
+		return err
 	}
 	if i, err := checkArgv(job.MPIFlags); err != nil {
 		return fmt.Errorf("mpi flag %d %w", i, err)

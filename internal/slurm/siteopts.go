@@ -33,7 +33,8 @@ type SiteOptions struct {
 	// RuntimePath is the runtime's program, a name or an absolute path; ""
 	// is the runtime's own name.
 	RuntimePath string
-	// RuntimeOptions go to every apptainer exec or run, before the pod's.
+	// RuntimeOptions go to every apptainer exec or run, or enroot start,
+	// before the pod's.
 	RuntimeOptions []string
 }
 
@@ -69,7 +70,20 @@ func NewSiteOptions(s config.Site) (SiteOptions, error) {
 		}
 		o.RuntimeOptions = opts
 	}
-	for key, v := range map[string]string{"Site.SingularityPath": o.RuntimePath, "Site.BashPath": o.Shell} {
+	pathKey := "Site.SingularityPath"
+	if rt == RuntimeEnroot {
+		pathKey = "Site.EnrootPath"
+		o.RuntimePath = p.EnrootPath
+		if p.EnrootPrefix != "" {
+			o.ImagePrefix = p.EnrootPrefix
+		}
+		opts, err := checkEnrootOptions(p.EnrootDefaultOptions, optionsFromSite)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("Site.EnrootDefaultOptions: %w", err))
+		}
+		o.RuntimeOptions = opts
+	}
+	for key, v := range map[string]string{pathKey: o.RuntimePath, "Site.BashPath": o.Shell} {
 		if v != "" && !programPath.MatchString(v) {
 			errs = append(errs, fmt.Errorf("%s: must be letters, digits and _./+- only, got %q", key, v))
 		}
@@ -113,7 +127,7 @@ func newFlavor(name string, cf config.Flavor) (Flavor, error) {
 }
 
 // checkScript checks what of o reaches the batch script as it is.
-func (o *SiteOptions) checkScript() error {
+func (o *SiteOptions) checkScript(rt Runtime) error {
 	if err := checkScriptText(o.CommandPrefix); err != nil {
 		return fmt.Errorf("command prefix %w", err)
 	}
@@ -123,8 +137,27 @@ func (o *SiteOptions) checkScript() error {
 	if o.RuntimePath != "" && !programPath.MatchString(o.RuntimePath) {
 		return fmt.Errorf("runtime program %q is not a name or an absolute path of letters, digits and _./+- only", o.RuntimePath)
 	}
-	if _, err := checkApptainerWords(o.RuntimeOptions, optionsFromSite); err != nil {
-		return fmt.Errorf("runtime options: %w", err)
+	if err := checkRuntimeOptions(rt, o.RuntimeOptions, optionsFromSite); err != nil {
+		return fmt.Errorf("site %w", err)
+	}
+	return nil
+}
+
+// checkRuntimeOptions checks runtime options already in words: apptainer
+// options for apptainer, enroot start options for enroot, none for the
+// other runtimes.
+func checkRuntimeOptions(rt Runtime, words []string, src optionSource) error {
+	var err error
+	switch {
+	case rt.apptainer():
+		_, err = checkApptainerWords(words, src)
+	case rt == RuntimeEnroot:
+		_, err = checkEnrootWords(words, src)
+	case len(words) > 0:
+		err = fmt.Errorf("runtime %s takes no options", rt)
+	}
+	if err != nil {
+		return fmt.Errorf("%s options: %w", rt, err)
 	}
 	return nil
 }

@@ -10,23 +10,36 @@ RIG_PACKAGES=(
 	curl openssl
 )
 
+# RIG_PACKAGES_LEAN are installed without their recommends: MPICH's
+# (its headers, gfortran, autotools) are not needed to run mpiexec.
+RIG_PACKAGES_LEAN=(mpich)
+
 package_installed() {
 	[[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
 }
 
 packages_up() {
-	local missing=() pkg
+	local missing=() lean=() pkg
 	for pkg in "${RIG_PACKAGES[@]}"; do
 		package_installed "${pkg}" || missing+=("${pkg}")
 	done
-	if ((${#missing[@]} == 0)); then
+	for pkg in "${RIG_PACKAGES_LEAN[@]}"; do
+		package_installed "${pkg}" || lean+=("${pkg}")
+	done
+	if ((${#missing[@]} + ${#lean[@]} == 0)); then
 		log "packages: all installed"
 		return 0
 	fi
-	packages_install "${missing[@]}"
+	if ((${#missing[@]} > 0)); then
+		packages_install "${missing[@]}"
+	fi
+	if ((${#lean[@]} > 0)); then
+		packages_install --no-install-recommends "${lean[@]}"
+	fi
 }
 
-# packages_install PACKAGE...: apt-get install, with service starts denied.
+# packages_install [--no-install-recommends] PACKAGE...: apt-get install,
+# with service starts denied.
 packages_install() {
 	local missing=("$@")
 	log "packages: installing ${missing[*]}"

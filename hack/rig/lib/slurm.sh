@@ -11,9 +11,10 @@ SLURM_RUN_DIR="${RIG_RUN_DIR}/slurm"
 SLURM_CONF_CHANGED=1
 SLURMDBD_CONF_CHANGED=1
 
-# slurm_prepare renders both configs (linked from /etc/slurm, where the Slurm
-# commands of every user look) and sets SLURM_CONF_CHANGED and
-# SLURMDBD_CONF_CHANGED to 0 when they changed.
+# slurm_prepare renders the configs (slurm.conf with its gres.conf, and
+# slurmdbd.conf; linked from /etc/slurm, where the Slurm commands of every
+# user look) and sets SLURM_CONF_CHANGED and SLURMDBD_CONF_CHANGED to 0 when
+# they changed.
 slurm_prepare() {
 	local host
 	host="$(hostname -s)"
@@ -26,6 +27,11 @@ slurm_prepare() {
 		NODE_NAME="${NODE_NAME}" NODE_ADDR="${NODE_ADDR}"; then
 		SLURM_CONF_CHANGED=0
 	fi
+	slurm_gpu_files
+	if render "${RIG_SRC_DIR}/conf/gres.conf.in" "${RIG_CONF_DIR}/gres.conf" 0644 \
+		NODE_NAME="${NODE_NAME}" GPU_DIR="${SLURM_STATE_DIR}/gpu"; then
+		SLURM_CONF_CHANGED=0
+	fi
 	SLURMDBD_CONF_CHANGED=1
 	if render "${RIG_SRC_DIR}/conf/slurmdbd.conf.in" "${RIG_CONF_DIR}/slurmdbd.conf" 0600 \
 		DBD_HOST="${host}" RUN_DIR="${SLURM_RUN_DIR}" DB_PORT="${MARIADB_PORT}" \
@@ -35,7 +41,21 @@ slurm_prepare() {
 	# slurmdbd insists that its config is the SlurmUser's and private
 	chown slurm:slurm "${RIG_CONF_DIR}/slurmdbd.conf"
 	ln -sfn "${RIG_CONF_DIR}/slurm.conf" "${SLURM_CONF}"
+	ln -sfn "${RIG_CONF_DIR}/gres.conf" "$(dirname "${SLURM_CONF}")/gres.conf"
 	ln -sfn "${RIG_CONF_DIR}/slurmdbd.conf" "${SLURMDBD_CONF}"
+}
+
+# slurm_gpu_files makes the stand-ins of the node's two GPU device files
+# (gres.conf): character devices 1:3, as /dev/null.
+slurm_gpu_files() {
+	local dir="${SLURM_STATE_DIR}/gpu" i
+	install -d -m 0755 "${dir}"
+	for i in 0 1; do
+		if [[ ! -c "${dir}/nvidia${i}" ]]; then
+			rm -f "${dir}/nvidia${i}"
+			mknod -m 0666 "${dir}/nvidia${i}" c 1 3
+		fi
+	done
 }
 
 slurmdbd_start() {
