@@ -316,7 +316,7 @@ sluice_rev_wait() {
 		sluice_rev_why=
 		if [ -n "${sluice_rev_lost:-}" ] || ! kill -0 "$sluice_relay_pid" 2>/dev/null; then
 			sluice_rev_relay_status
-			sluice_fail 1 "reverse tunnel: the relay exited with status $sluice_rev_code before the tunnel was up: $sluice_rev_msg"
+			sluice_fail 1 "reverse tunnel: the relay exited $sluice_rev_how before the tunnel was up: $sluice_rev_msg"
 		fi
 		if [ ! -e "$sluice_rev_dir/$sluice_rev_ready_file" ]; then
 			sluice_rev_why="the relay is not ready (no $sluice_rev_ready_file)"
@@ -341,10 +341,17 @@ sluice_rev_wait() {
 }
 
 # sluice_rev_relay_status waits for the relay, which has ended, and leaves
-# its exit status in sluice_rev_code and its last message in sluice_rev_msg.
+# its exit status, said as "with status N", in sluice_rev_how and its last
+# message in sluice_rev_msg. Now and then bash answers -1 for a child that
+# was killed while a trap ran (seen under load, asking again does not help):
+# that is said as such rather than as a status.
 sluice_rev_relay_status() {
 	wait "$sluice_relay_pid"
 	sluice_rev_code=$?
+	sluice_rev_how="with status $sluice_rev_code"
+	if [ "$sluice_rev_code" -lt 0 ]; then
+		sluice_rev_how="(the shell lost its exit status)"
+	fi
 	sluice_relay_pid=
 	wait "$sluice_relay_copy"
 	sluice_rev_msg=$(awk 'NF { l = $0 } END { print l }' "$sluice_relay_err" 2>/dev/null)
@@ -360,7 +367,7 @@ sluice_rev_stop() {
 	trap '' USR1
 	if [ -n "${sluice_rev_lost:-}" ] && [ -n "${sluice_relay_pid:-}" ]; then
 		sluice_rev_relay_status
-		echo "sluice: reverse tunnel: the relay exited with status $sluice_rev_code while the job ran, and the containers were stopped: $sluice_rev_msg" >&2
+		echo "sluice: reverse tunnel: the relay exited $sluice_rev_how while the job ran, and the containers were stopped: $sluice_rev_msg" >&2
 		sluice_code=1
 	fi
 	if [ -n "${sluice_relay_pid:-}" ]; then
