@@ -126,6 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	describeSite(ctx, log, runner, slurmClient.Runtime, siteOpts, nodeObj)
 
 	eb := record.NewBroadcaster(record.WithContext(ctx))
 	defer eb.Shutdown()
