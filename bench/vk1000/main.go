@@ -97,18 +97,7 @@ func run(ctx context.Context, o options) error {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := fmt.Sprintf("vk1000-%x", b)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`NodeName: %s
-Site:
-  Access: local
-  DataRoot: %s
-  ContainerRuntime: none
-  PollInterval: %s
-Node:
-  InternalIP: 127.0.0.1
-  Pods: "%d"
-  KubeletAPI:
-    Listen: 127.0.0.1:0
-`, name, dataRoot, o.poll, max(1000, o.steps[len(o.steps)-1]))))
+	cfg, err := config.Parse(nodeConfig(name, o.poll, max(1000, o.steps[len(o.steps)-1])))
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -175,6 +164,23 @@ Node:
 		res.print(os.Stdout, o)
 	}
 	return err
+}
+
+// nodeConfig is the configuration file of the benchmark's virtual node,
+// on the site in memory.
+func nodeConfig(name string, poll time.Duration, pods int) []byte {
+	return []byte(fmt.Sprintf(`NodeName: %s
+Site:
+  Access: local
+  DataRoot: %s
+  ContainerRuntime: none
+  PollInterval: %s
+Node:
+  InternalIP: 127.0.0.1
+  Pods: "%d"
+  KubeletAPI:
+    Listen: 127.0.0.1:0
+`, name, dataRoot, poll, pods))
 }
 
 // measure runs the benchmark proper on a fresh node and namespace.

@@ -48,9 +48,9 @@ func readMem(site *fakeSite, sb *standby) memSample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s := memSample{heapInuse: ms.HeapInuse, heapAlloc: ms.HeapAlloc, goroutines: runtime.NumGoroutine()}
-	s.rss, s.hwm = procStatus("VmRSS:"), procStatus("VmHWM:")
+	s.rss, s.hwm = procStatus(selfStatus, "VmRSS:"), procStatus(selfStatus, "VmHWM:")
 	debug.FreeOSMemory()
-	s.rssFreed = procStatus("VmRSS:")
+	s.rssFreed = procStatus(selfStatus, "VmRSS:")
 	s.standbyRSS = sb.rss()
 	site.mu.Lock()
 	for _, data := range site.files {
@@ -60,9 +60,11 @@ func readMem(site *fakeSite, sb *standby) memSample {
 	return s
 }
 
-// procStatus reads a "kB" line of /proc/self/status, in bytes.
-func procStatus(key string) uint64 {
-	data, err := os.ReadFile("/proc/self/status")
+const selfStatus = "/proc/self/status"
+
+// procStatus reads a "kB" line of a /proc/<pid>/status file, in bytes.
+func procStatus(file, key string) uint64 {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return 0
 	}

@@ -43,17 +43,7 @@ func startStandby(ctx context.Context, client kubernetes.Interface, bin, kubecon
 		return nil, fmt.Errorf("standby: %w", err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`NodeName: %s
-Site:
-  Access: local
-  DataRoot: %s
-  ContainerRuntime: none
-  PollInterval: %s
-Node:
-  InternalIP: 127.0.0.1
-  KubeletAPI:
-    Listen: 127.0.0.1:0
-`, name, dataRoot, poll)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, nodeConfig(name, poll, 1000), 0o600); err != nil {
 		return nil, fmt.Errorf("standby: %w", err)
 	}
 	s := &standby{log: filepath.Join(dir, "standby.log")}
@@ -77,17 +67,7 @@ func (s *standby) rss() uint64 {
 	if s == nil {
 		return 0
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return n * 1024
-		}
-	}
-	return 0
+	return procStatus("/proc/"+strconv.Itoa(s.cmd.Process.Pid)+"/status", "VmRSS:")
 }
 
 // stop ends the standby and checks that it never led.
