@@ -14,7 +14,9 @@ import (
 
 // TestDemo runs the demo behind `make demo` (hack/demo/helm-demo.sh) on the
 // rig, under names of its own: helm install, the job with both tunnels,
-// helm uninstall, and its own check that nothing is left.
+// helm uninstall, and its own check that nothing is left. The node shows
+// the site's OS, Charliecloud and Slurm versions (NodeInfo, read from the
+// site at start).
 func TestDemo(t *testing.T) {
 	rigCluster(t)
 	if _, ok := lookup("RIG_K8S_CONTAINERD_SOCK"); !ok {
@@ -26,7 +28,9 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hack/demo/helm-demo.sh: %v\n%s", err, out)
 	}
-	for _, want := range []string{"says +PONG", "tls ok: CN=kube-apiserver 200 OK", "ok    no Slurm job", "ok    no copied credential", "time of each step"} {
+	for _, want := range []string{"says +PONG", "tls ok: CN=kube-apiserver 200 OK", "ok    no Slurm job", "ok    no copied credential", "time of each step",
+		// kubectl get node -o wide: NodeInfo from the site
+		"Debian GNU/Linux", "charliecloud://0.", "SLURM-VERSION"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
