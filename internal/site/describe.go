@@ -38,10 +38,26 @@ var version = regexp.MustCompile(`[0-9]+(\.[0-9]+)+([-+~][0-9A-Za-z.]+)?`)
 
 // Describe reads Info from the site with one command. runtime is the
 // container runtime's program (ch-run, apptainer, or a path), "" if the
-// site runs none. The site's answer is not trusted: only its first
-// lines are read, each value is cut and stripped to printable ASCII.
+// site runs none. The site's answer is not trusted: each command's first
+// line is kept, cut to 200 bytes, by the script; an answer over
+// maxDescribeOutput is an error (ErrOutputLimit) on the SSH and Local
+// runners; each value is cut and stripped to printable ASCII.
 func Describe(ctx context.Context, r Runner, runtime string) (Info, error) {
-	out, err := r.Run(ctx, nil, "sh", "-c", describeScript, "sh", runtime)
+	args := []string{"sh", "-c", describeScript, "sh", runtime}
+	var out []byte
+	var err error
+	// More than maxDescribeOutput is not read: the site's own head(1) may
+	// not be what it says.
+	switch r := r.(type) {
+	case *SSH:
+		out, err = r.run(ctx, maxDescribeOutput, nil, args...)
+	case *Local:
+		l := *r
+		l.MaxStdout = maxDescribeOutput
+		out, err = l.Run(ctx, nil, args...)
+	default:
+		out, err = r.Run(ctx, nil, args...)
+	}
 	if err != nil {
 		return Info{}, fmt.Errorf("describe site: %w", err)
 	}

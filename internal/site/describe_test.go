@@ -2,6 +2,7 @@ package site
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +83,29 @@ func TestDescribeHostile(t *testing.T) {
 	}
 	if got.OS == "Evil" {
 		t.Errorf("OS %q: a line of sinfo's output was taken for the os line", got.OS)
+	}
+}
+
+// TestDescribeOutputLimit: a site whose head(1) does not cut (here cat)
+// and whose sinfo prints a megabyte is read no further than
+// maxDescribeOutput.
+func TestDescribeOutputLimit(t *testing.T) {
+	fakePath(t, map[string]string{
+		"sinfo": `i=0; while [ $i -lt 20000 ]; do printf 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'; i=$((i+1)); done`,
+	})
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Skip("no cat")
+	}
+	dir := os.Getenv("PATH")
+	if err := os.Remove(filepath.Join(dir, "head")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cat, filepath.Join(dir, "head")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Describe(context.Background(), &Local{}, ""); !errors.Is(err, ErrOutputLimit) {
+		t.Errorf("Describe = %v; want ErrOutputLimit", err)
 	}
 }
 
