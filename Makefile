@@ -65,9 +65,11 @@ rig-down:
 rig-status:
 	$(RIG) status
 
-## demo: run sluice-vk on the rig, offload a pod through it, show kubectl's view.
+## demo: bring the rig up, helm install sluice on it, run a pod as a Slurm
+## job with both tunnels, show kubectl's view, helm uninstall and check that
+## nothing is left (hack/demo/helm-demo.sh alone uses the rig as it is).
 demo: rig-up
-	hack/demo/vk-demo.sh
+	hack/demo/helm-demo.sh
 
 ## demo-slurm: the same pod as a Slurm job straight through the slurm package.
 demo-slurm: rig-up

@@ -45,6 +45,7 @@ type options struct {
 	qps        float64
 	windows    int
 	settle     time.Duration
+	standby    string
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.Float64Var(&o.qps, "vk-qps", 100, "the virtual kubelet's Kubernetes client QPS (burst twice that); 0 for client-go's default 5")
 	flag.IntVar(&o.windows, "polls", 5, "polls measured at each pod count")
 	flag.DurationVar(&o.settle, "settle", 0, "wait this long after the last count's polls before ending jobs")
+	flag.StringVar(&o.standby, "standby", "", "a sluice-vk binary to run as a standby replica (--leader-elect) for the node, its RSS measured beside")
 	flag.Parse()
 	for _, s := range strings.Split(steps, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -95,18 +97,7 @@ func run(ctx context.Context, o options) error {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := fmt.Sprintf("vk1000-%x", b)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`NodeName: %s
-Site:
-  Access: local
-  DataRoot: %s
-  ContainerRuntime: none
-  PollInterval: %s
-Node:
-  InternalIP: 127.0.0.1
-  Pods: "%d"
-  KubeletAPI:
-    Listen: 127.0.0.1:0
-`, name, dataRoot, o.poll, max(1000, o.steps[len(o.steps)-1]))))
+	cfg, err := config.Parse(nodeConfig(name, o.poll, max(1000, o.steps[len(o.steps)-1])))
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -115,6 +106,17 @@ Node:
 		return fmt.Errorf("create namespace: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "vk1000: namespace and node %s\n", name)
+	var sb *standby
+	if o.standby != "" {
+		if sb, err = startStandby(ctx, client, o.standby, o.kubeconfig, name, o.poll); err != nil {
+			return err
+		}
+		defer func() {
+			if err := sb.stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "vk1000:", err)
+			}
+		}()
+	}
 	site := newFakeSite(dataRoot, "node1")
 	_ = site.MkdirAll(ctx, dataRoot, 0o700)
 	jobs := &countingJobs{site: site}
@@ -157,15 +159,32 @@ Node:
 		}
 	}()
 
-	res, err := measure(ctx, o, client, name, site, jobs, trk)
+	res, err := measure(ctx, o, client, name, site, jobs, trk, sb)
 	if res != nil {
 		res.print(os.Stdout, o)
 	}
 	return err
 }
 
+// nodeConfig is the configuration file of the benchmark's virtual node,
+// on the site in memory.
+func nodeConfig(name string, poll time.Duration, pods int) []byte {
+	return []byte(fmt.Sprintf(`NodeName: %s
+Site:
+  Access: local
+  DataRoot: %s
+  ContainerRuntime: none
+  PollInterval: %s
+Node:
+  InternalIP: 127.0.0.1
+  Pods: "%d"
+  KubeletAPI:
+    Listen: 127.0.0.1:0
+`, name, dataRoot, poll, pods))
+}
+
 // measure runs the benchmark proper on a fresh node and namespace.
-func measure(ctx context.Context, o options, client kubernetes.Interface, name string, site *fakeSite, jobs *countingJobs, trk *tracker) (res *results, err error) {
+func measure(ctx context.Context, o options, client kubernetes.Interface, name string, site *fakeSite, jobs *countingJobs, trk *tracker, sb *standby) (res *results, err error) {
 	if err := waitNode(ctx, client, name); err != nil {
 		return nil, err
 	}
@@ -176,7 +195,7 @@ func measure(ctx context.Context, o options, client kubernetes.Interface, name s
 	if !sleepCtx(ctx, 2*o.poll) {
 		return nil, ctx.Err()
 	}
-	res.idle = readMem(site)
+	res.idle = readMem(site, sb)
 
 	have := 0
 	for _, n := range o.steps {
@@ -202,7 +221,7 @@ func measure(ctx context.Context, o options, client kubernetes.Interface, name s
 		fmt.Fprintf(os.Stderr, "vk1000: %s: %d pods created in %v, Running %v after the first create\n",
 			time.Now().Format(time.TimeOnly), n, created.Round(time.Millisecond), running.Round(time.Millisecond))
 	}
-	res.loaded = readMem(site)
+	res.loaded = readMem(site, sb)
 	if !sleepCtx(ctx, o.settle) {
 		return res, ctx.Err()
 	}

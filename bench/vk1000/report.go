@@ -39,17 +39,19 @@ type memSample struct {
 	rss, hwm             uint64 // VmRSS and VmHWM, bytes
 	rssFreed             uint64 // VmRSS once the heap's free pages are returned
 	fakeBytes            uint64 // what the site in memory holds in files
+	standbyRSS           uint64 // VmRSS of the standby replica (-standby), if any
 	goroutines           int
 }
 
-func readMem(site *fakeSite) memSample {
+func readMem(site *fakeSite, sb *standby) memSample {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s := memSample{heapInuse: ms.HeapInuse, heapAlloc: ms.HeapAlloc, goroutines: runtime.NumGoroutine()}
-	s.rss, s.hwm = procStatus("VmRSS:"), procStatus("VmHWM:")
+	s.rss, s.hwm = procStatus(selfStatus, "VmRSS:"), procStatus(selfStatus, "VmHWM:")
 	debug.FreeOSMemory()
-	s.rssFreed = procStatus("VmRSS:")
+	s.rssFreed = procStatus(selfStatus, "VmRSS:")
+	s.standbyRSS = sb.rss()
 	site.mu.Lock()
 	for _, data := range site.files {
 		s.fakeBytes += uint64(len(data))
@@ -58,9 +60,11 @@ func readMem(site *fakeSite) memSample {
 	return s
 }
 
-// procStatus reads a "kB" line of /proc/self/status, in bytes.
-func procStatus(key string) uint64 {
-	data, err := os.ReadFile("/proc/self/status")
+const selfStatus = "/proc/self/status"
+
+// procStatus reads a "kB" line of a /proc/<pid>/status file, in bytes.
+func procStatus(file, key string) uint64 {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return 0
 	}
@@ -118,14 +122,18 @@ func (r *results) print(w io.Writer, o options) {
 			took.Round(100*time.Microsecond), s.running.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(w, "\n### Memory of the process (after a GC)\n\n")
-	fmt.Fprintln(w, "| pods | heap in use | heap live | RSS | RSS after FreeOSMemory | peak RSS | goroutines | site-in-memory files |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| pods | heap in use | heap live | RSS | RSS after FreeOSMemory | peak RSS | goroutines | site-in-memory files | standby's RSS |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, m := range []struct {
 		pods int
 		s    memSample
 	}{{0, r.idle}, {r.lastPods(), r.loaded}} {
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %d | %s |\n", m.pods, mib(m.s.heapInuse), mib(m.s.heapAlloc),
-			mib(m.s.rss), mib(m.s.rssFreed), mib(m.s.hwm), m.s.goroutines, mib(m.s.fakeBytes))
+		standbyRSS := "-"
+		if m.s.standbyRSS > 0 {
+			standbyRSS = mib(m.s.standbyRSS)
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %d | %s | %s |\n", m.pods, mib(m.s.heapInuse), mib(m.s.heapAlloc),
+			mib(m.s.rss), mib(m.s.rssFreed), mib(m.s.hwm), m.s.goroutines, mib(m.s.fakeBytes), standbyRSS)
 	}
 	if len(r.lags) == 0 {
 		return

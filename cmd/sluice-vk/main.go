@@ -58,6 +58,7 @@ func main() {
 	internalIP := flag.String("internal-ip", "", "the node's address, overriding Node.InternalIP (in a pod: its IP, from the downward API)")
 	namespace := flag.String("namespace", os.Getenv("POD_NAMESPACE"), "the virtual kubelet's namespace, holding the credentials shadows copy; if empty, default")
 	printVersion := flag.Bool("version", false, "print the version and exit")
+	publishKey := flag.Bool("publish-key-secret", false, "on a node confined to Network.TenantNamespace, write Network.SSH.KeySecret there from Network.SSH.KeyFile (the chart's credentials.existingSecret)")
 	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site; if empty, sluice-relay beside this executable")
 	var el vk.Election
 	elect := flag.Bool("leader-elect", false, "run the node only while holding the Lease sluice-vk-<NodeName>: replicas take over from each other")
@@ -99,7 +100,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := vk.Options{Kubeconfig: *kubeconfig, Logger: log, Namespace: *namespace, RelayBinary: *relayBinary}
+	opts := vk.Options{Kubeconfig: *kubeconfig, Logger: log, Namespace: *namespace, RelayBinary: *relayBinary, PublishKeySecret: *publishKey}
 	run := vk.Run
 	if *elect {
 		el.Identity = identity()

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -30,6 +32,8 @@ const (
 	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 	// KubeletVersion is what the node reports as its kubelet version.
 	KubeletVersion = "v1.37.2-sluice"
+	// LabelSlurmVersion is the node label with the site's Slurm version.
+	LabelSlurmVersion = "sluice.io/slurm-version"
 )
 
 // NewNode is the node object of the virtual node: its capacity, labels,
@@ -88,6 +92,33 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 			},
 		},
 	}, nil
+}
+
+// SetSiteInfo fills the node's NodeInfo from what the site told
+// (site.Describe): the login host's OS image and kernel, the container
+// runtime as "<runtime>://<version>" (ContainerRuntimeVersion), and the
+// Slurm version as the label LabelSlurmVersion. What the site did not tell
+// is left as it was.
+func SetSiteInfo(n *corev1.Node, runtime string, info site.Info) {
+	ni := &n.Status.NodeInfo
+	if info.OS != "" {
+		ni.OSImage = info.OS
+	}
+	if info.Kernel != "" {
+		ni.KernelVersion = info.Kernel
+	}
+	if runtime != "" {
+		ni.ContainerRuntimeVersion = runtime
+		if info.RuntimeVersion != "" {
+			ni.ContainerRuntimeVersion = runtime + "://" + info.RuntimeVersion
+		}
+	}
+	if info.Slurm != "" && len(validation.IsValidLabelValue(info.Slurm)) == 0 {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[LabelSlurmVersion] = info.Slurm
+	}
 }
 
 // nodeTaints are the node's taints: the configured ones, else sluice's own.

@@ -346,6 +346,7 @@ func TestSpecValidate(t *testing.T) {
 		{"TenantNamespace", func(s *Spec) { s.TenantNamespace = "Tenant" }},
 		{"CredentialsNamespace", func(s *Spec) { s.ReplicateCredentials, s.CredentialsNamespace = true, "" }},
 		{"ReplicateCredentials", func(s *Spec) { s.ReplicateCredentials, s.TenantNamespace = true, "hpc-tenant" }},
+		{"KeyFile", func(s *Spec) { s.KeyFile = "/etc/sluice/ssh/ssh-privatekey" }},
 	}
 	if err := testSpec().Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)

@@ -93,6 +93,11 @@ func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
 			return nil, err
 		}
 	}
+	if m.Spec.KeyFile != "" && (o.Forward || o.Reverse) {
+		if err := m.publishKey(ctx, pod, o.Namespace); err != nil {
+			return nil, err
+		}
+	}
 	uid := string(pod.UID)
 	// The ConfigMap comes first, so that the shadow pod finds it; it is
 	// given its owner once the Deployment exists.

@@ -64,6 +64,13 @@ type Spec struct {
 	// none if ReconnectSpread is zero; the tunnel's default window if
 	// ReconnectWindowMax is.
 	ReconnectSpread, ReconnectWindowMax time.Duration
+	// KeyFile, on a node confined to TenantNamespace, is the key file the
+	// virtual kubelet reads (mounted from a Secret of its own namespace):
+	// KeySecret is written in the tenant namespace from it (and from
+	// CertificateFile with KeySecretCertificate), instead of being made
+	// there by the operator. If empty, KeySecret must exist there.
+	KeyFile         string
+	CertificateFile string
 }
 
 // SpecFrom takes a Spec from the virtual kubelet's configuration (defaults
@@ -146,6 +153,9 @@ func (s Spec) Validate() error {
 	}
 	s.validateAccess(bad)
 	label("TenantNamespace", s.TenantNamespace, false)
+	if s.KeyFile != "" && s.TenantNamespace == "" {
+		bad("KeyFile", "the key Secret is published from a file on a node confined to a tenant namespace only")
+	}
 	if s.ReplicateCredentials {
 		label("CredentialsNamespace", s.CredentialsNamespace, true)
 		// Copying from another namespace needs rights there: a confined

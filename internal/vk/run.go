@@ -62,6 +62,10 @@ type Options struct {
 	// RelayBinary is the sluice-relay binary placed on the site for jobs
 	// with a reverse tunnel. If empty, sluice-relay beside the executable.
 	RelayBinary string
+	// PublishKeySecret, on a node confined to a tenant namespace, writes
+	// the key Secret the shadows mount in the tenant namespace from
+	// Network.SSH.KeyFile (shadow.Spec.KeyFile).
+	PublishKeySecret bool
 }
 
 // informerResync is how often the pod informer resyncs.
@@ -126,6 +130,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	describeSite(ctx, log, runner, slurmClient.Runtime, siteOpts, nodeObj)
 
 	eb := record.NewBroadcaster(record.WithContext(ctx))
 	defer eb.Shutdown()

@@ -26,6 +26,9 @@ func shadows(cfg *config.Config, opts Options, client kubernetes.Interface, reco
 		ns = "default"
 	}
 	spec := shadow.SpecFrom(cfg, ns)
+	if opts.PublishKeySecret {
+		spec.KeyFile, spec.CertificateFile = cfg.Network.SSH.KeyFile, cfg.Network.SSH.CertificateFile
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}

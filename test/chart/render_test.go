@@ -160,6 +160,11 @@ func TestTenantRBAC(t *testing.T) {
 	if len(r.secrets) != 0 {
 		t.Errorf("%d Secrets made; want none with credentials.existingSecret", len(r.secrets))
 	}
+	// the key Secret in team-a is sluice-vk's to write, from the mounted
+	// existingSecret: the chart asks for it
+	if args := r.deployments[0].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--publish-key-secret") {
+		t.Errorf("args %q: no --publish-key-secret with existingSecret on a confined node", args)
+	}
 	if !slices.Contains(r.other, "ServiceMonitor") {
 		t.Errorf("no ServiceMonitor (other kinds: %v)", r.other)
 	}
@@ -169,6 +174,9 @@ func TestTenantRBAC(t *testing.T) {
 // cluster-wide, and its key is made into a Secret.
 func TestClusterRBAC(t *testing.T) {
 	r := render(t, "default")
+	if args := r.deployments[0].Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--publish-key-secret") {
+		t.Errorf("args %q: --publish-key-secret on a node that is not confined", args)
+	}
 	var granted []string
 	for _, rule := range r.clusterRoles[0].Rules {
 		granted = append(granted, rule.Resources...)

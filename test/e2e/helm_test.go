@@ -63,6 +63,13 @@ func helmBinary(t *testing.T) string {
 // release, and deletes the node and both namespaces.
 func installChart(t *testing.T, confined bool, extra string) *release {
 	t.Helper()
+	return installChartWith(t, confined, extra, nil)
+}
+
+// installChartWith is installChart with before run once the namespaces
+// exist, before helm install.
+func installChartWith(t *testing.T, confined bool, extra string, before func(r *release)) *release {
+	t.Helper()
 	rig, kubeconfig, client := rigCluster(t)
 	if _, ok := lookup("RIG_K8S_CONTAINERD_SOCK"); !ok {
 		testrig.Unavailable(t, "the rig has no real node (RIG_K8S_CONTAINERD_SOCK missing from rig.env)")
@@ -100,6 +107,9 @@ func installChart(t *testing.T, confined bool, extra string) *release {
 	})
 	t.Cleanup(e.deletePods)
 
+	if before != nil {
+		before(r)
+	}
 	values := fmt.Sprintf(`config:
   NodeName: %s
   Site:

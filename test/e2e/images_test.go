@@ -26,7 +26,7 @@ type imageImport struct {
 
 // importImage builds the image name (sluice-tunnel, sluice-vk) of version
 // e2eVersion and imports it into the rig node's containerd, where pods run
-// it without pulling.
+// it without pulling (hack/tools/import-images.sh, which the demo runs too).
 func importImage(t *testing.T, rig *testrig.Rig, name string) {
 	t.Helper()
 	sock := rig.Get(t, "RIG_K8S_CONTAINERD_SOCK")
@@ -34,22 +34,11 @@ func importImage(t *testing.T, rig *testrig.Rig, name string) {
 	im := v.(*imageImport)
 	im.once.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir, err := os.MkdirTemp("", "sluice-e2e-images-")
-		if err != nil {
-			im.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		build := exec.Command("go", "run", "./hack/tools/images", "-out", dir, "-images", name, "-version", e2eVersion)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			im.err = fmt.Errorf("build the %s image: %v\n%s", name, err, out)
-			return
-		}
-		imp := exec.Command("ctr", "--address", sock, "--namespace", "k8s.io", "images", "import", filepath.Join(dir, name+".tar"))
-		if out, err := imp.CombinedOutput(); err != nil {
-			im.err = fmt.Errorf("import the %s image: %v\n%s", name, err, out)
+		script := filepath.Join(filepath.Dir(file), "..", "..", "hack", "tools", "import-images.sh")
+		cmd := exec.Command(script, e2eVersion, name)
+		cmd.Env = append(os.Environ(), "RIG_K8S_CONTAINERD_SOCK="+sock)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			im.err = fmt.Errorf("hack/tools/import-images.sh %s %s: %v\n%s", e2eVersion, name, err, out)
 		}
 	})
 	if im.err != nil {

@@ -1,0 +1,36 @@
+package vk
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/site"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// describeTimeout bounds the one command that reads the site's versions.
+const describeTimeout = 15 * time.Second
+
+// describeSite fills the node's NodeInfo from the site (Slurm, the
+// container runtime and their versions, the login host's OS), read once at
+// start. A site that does not answer leaves them unknown: the node still
+// registers, and SiteReachable tells why.
+func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm.Runtime, opts slurm.SiteOptions, n *corev1.Node) {
+	program := rt.Binary()
+	if opts.RuntimePath != "" && program != "" {
+		program = opts.RuntimePath
+	}
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	info, err := site.Describe(ctx, r, program)
+	if err != nil {
+		log.Warn("sluice-vk: the site's versions are unknown", "error", err)
+	}
+	provider.SetSiteInfo(n, string(rt), info)
+	if err == nil {
+		log.Info("sluice-vk: site described", "slurm", info.Slurm, "runtime", n.Status.NodeInfo.ContainerRuntimeVersion, "os", info.OS, "kernel", info.Kernel)
+	}
+}
