@@ -34,6 +34,10 @@ const (
 // share them.
 const labelCopy = "sluice.io/copy"
 
+// CopySelector selects the credential copies made in shadow namespaces
+// (their AnnotationCopyOf names the original, NAMESPACE/NAME).
+const CopySelector = LabelManagedBy + "=" + ManagedBy + "," + labelCopy + "=true"
+
 // The Deployment's containers.
 const (
 	ContainerForward = "ssh-forward"

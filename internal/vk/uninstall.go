@@ -25,6 +25,9 @@ type Uninstall struct {
 	Deployment string
 	// Selector selects sluice-vk's pods, waited for until none is left.
 	Selector string
+	// CopiesOf names the credentials in Namespace whose copies in shadow
+	// namespaces (ReplicateCredentials) are deleted once the pods are gone.
+	CopiesOf []string
 	// Poll is how often the waits look; if zero, one second.
 	Poll time.Duration
 	Log  *slog.Logger
@@ -38,7 +41,8 @@ type Uninstall struct {
 //     stopping releases the leader Lease, and none is left to register the
 //     node again (a standby never deletes the node the leader serves: only
 //     this hook does, once no replica runs);
-//  3. the node is deleted (its node Lease, owned by it, goes with it) and
+//  3. the copies of CopiesOf in shadow namespaces are deleted;
+//  4. the node is deleted (its node Lease, owned by it, goes with it) and
 //     the leader Lease sluice-vk-<node>.
 //
 // What is already gone is skipped. It returns when ctx ends, naming the
@@ -92,6 +96,9 @@ func (u Uninstall) Run(ctx context.Context, client kubernetes.Interface) error {
 		return err
 	}
 
+	if err := u.deleteCopies(ctx, client, log); err != nil {
+		return err
+	}
 	if err := client.CoreV1().Nodes().Delete(ctx, u.Node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("uninstall: delete node %s: %w", u.Node, err)
 	}

@@ -17,7 +17,64 @@ import (
 // object of the hook is deleted once it succeeded. uninstall.cleanup=false
 // renders none.
 func TestUninstallHook(t *testing.T) {
-	r := render(t, "default")
+	job, rules := uninstallHook(t, render(t, "default"))
+	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+	const want = "uninstall --node=hpc-a --namespace=sluice-system --deployment=sluice --selector=app.kubernetes.io/name=sluice,app.kubernetes.io/instance=sluice --timeout=5m"
+	if args != want {
+		t.Errorf("Job args %q; want %q", args, want)
+	}
+	wantRules := []string{
+		"cluster  nodes [hpc-a] [delete]",
+		"cluster  pods [] [list delete]",
+		"sluice-system apps deployments [sluice] [patch]",
+		"sluice-system coordination.k8s.io leases [sluice-vk-hpc-a] [delete]",
+	}
+	if !slices.Equal(rules, wantRules) {
+		t.Errorf("hook rules\n%s\nwant\n%s", strings.Join(rules, "\n"), strings.Join(wantRules, "\n"))
+	}
+
+	if off := render(t, "default", "--set", "uninstall.cleanup=false"); len(off.hooks) != 0 {
+		t.Errorf("uninstall.cleanup=false: %d hook objects; want none", len(off.hooks))
+	}
+}
+
+// With the tunnel on a node that is not confined, sluice-vk copies the
+// credentials into shadow namespaces: the hook deletes the copies of the
+// release's (their names in --copies-of), with the right to list and
+// delete Secrets and ConfigMaps; with ReplicateCredentials off, or on a
+// confined node (the credentials are the chart's, in the tenant namespace),
+// there is nothing to delete and no such right.
+func TestUninstallHookDeletesCopies(t *testing.T) {
+	tunnel := []string{"--set", "config.Network.EnableTunnel=true", "--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA"}
+	job, rules := uninstallHook(t, render(t, "default", tunnel...))
+	args := job.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--copies-of=sluice-ssh,sluice-login-hosts,sluice-node-hosts") {
+		t.Errorf("Job args %q; want --copies-of naming the three credentials", args)
+	}
+	if !slices.Contains(rules, "cluster  secrets [] [list delete]") || !slices.Contains(rules, "cluster  configmaps [] [list delete]") {
+		t.Errorf("hook rules %q; want list and delete of secrets and configmaps", rules)
+	}
+	for name, r := range map[string]rendered{
+		"ReplicateCredentials false": render(t, "default", append(tunnel, "--set", "config.Network.SSH.ReplicateCredentials=false")...),
+		"tenant":                     render(t, "tenant"),
+	} {
+		job, rules := uninstallHook(t, r)
+		for _, a := range job.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--copies-of") {
+				t.Errorf("%s: Job arg %q; want none", name, a)
+			}
+		}
+		for _, rule := range rules {
+			if strings.Contains(rule, "secrets") || strings.Contains(rule, "configmaps") {
+				t.Errorf("%s: hook rule %q; want none on secrets or configmaps", name, rule)
+			}
+		}
+	}
+}
+
+// uninstallHook is the hook's Job and its rules (sorted, see ruleStrings).
+func uninstallHook(t *testing.T, r rendered) (*batchv1.Job, []string) {
+	t.Helper()
 	var job *batchv1.Job
 	var rules []string
 	for _, o := range r.hooks {
@@ -40,25 +97,8 @@ func TestUninstallHook(t *testing.T) {
 	if job == nil {
 		t.Fatal("no uninstall Job")
 	}
-	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
-	const want = "uninstall --node=hpc-a --namespace=sluice-system --deployment=sluice --selector=app.kubernetes.io/name=sluice,app.kubernetes.io/instance=sluice --timeout=5m"
-	if args != want {
-		t.Errorf("Job args %q; want %q", args, want)
-	}
 	slices.Sort(rules)
-	wantRules := []string{
-		"cluster  nodes [hpc-a] [delete]",
-		"cluster  pods [] [list delete]",
-		"sluice-system apps deployments [sluice] [patch]",
-		"sluice-system coordination.k8s.io leases [sluice-vk-hpc-a] [delete]",
-	}
-	if !slices.Equal(rules, wantRules) {
-		t.Errorf("hook rules\n%s\nwant\n%s", strings.Join(rules, "\n"), strings.Join(wantRules, "\n"))
-	}
-
-	if off := render(t, "default", "--set", "uninstall.cleanup=false"); len(off.hooks) != 0 {
-		t.Errorf("uninstall.cleanup=false: %d hook objects; want none", len(off.hooks))
-	}
+	return job, rules
 }
 
 func ruleStrings(where string, rules []rbacv1.PolicyRule) []string {

@@ -438,7 +438,8 @@ leaderElection:
 // TestHelmInstallCluster: the chart for a node that is not confined: with
 // the ClusterRole's rights, sluice-vk makes the shadow namespace, copies the
 // credentials the chart made in its own namespace there, and the pod's
-// forward and reverse tunnels work; no call is refused by RBAC.
+// forward and reverse tunnels work; no call is refused by RBAC. helm
+// uninstall deletes the copies.
 func TestHelmInstallCluster(t *testing.T) {
 	r := installChart(t, false, "")
 	e := r.e
@@ -451,6 +452,22 @@ func TestHelmInstallCluster(t *testing.T) {
 	}
 	if lines := forbidden(r.log()); len(lines) > 0 {
 		t.Errorf("with the chart's rights, sluice-vk was refused %d calls:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+
+	// helm uninstall: the hook deletes the copies in the shadow namespace
+	out, err := r.run("uninstall", r.name, "--namespace", r.ns, "--wait", "--timeout", "180s")
+	r.uninstalled = true
+	if err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	copies := metav1.ListOptions{LabelSelector: shadow.CopySelector}
+	secrets, err := e.client.CoreV1().Secrets(e.ns+shadow.ShadowSuffix).List(ctx, copies)
+	if err != nil || len(secrets.Items) > 0 {
+		t.Errorf("credential Secrets copied into %s after helm uninstall: %v, %v; want none", e.ns+shadow.ShadowSuffix, secrets, err)
+	}
+	maps, err := e.client.CoreV1().ConfigMaps(e.ns+shadow.ShadowSuffix).List(ctx, copies)
+	if err != nil || len(maps.Items) > 0 {
+		t.Errorf("credential ConfigMaps copied into %s after helm uninstall: %v, %v; want none", e.ns+shadow.ShadowSuffix, maps, err)
 	}
 }
 

@@ -94,3 +94,17 @@ credentials.certificate, or in the existing Secret (KeySecretCertificate). */}}
 {{- define "sluice.certificate" -}}
 {{- if or .Values.credentials.certificate ((((.Values.config).Network).SSH).KeySecretCertificate) -}}true{{- end -}}
 {{- end -}}
+
+{{/* The credentials sluice-vk copies into shadow namespaces, comma-separated:
+on a node that is not confined, with the tunnel on and ReplicateCredentials
+(the uninstall hook deletes their copies); empty otherwise. */}}
+{{- define "sluice.copiedCredentials" -}}
+{{- $ssh := ((.Values.config.Network).SSH) | default dict -}}
+{{- if and (include "sluice.tunnel" .) (not (include "sluice.tenant" .)) (ne (toString $ssh.ReplicateCredentials) "false") -}}
+{{- $names := list (include "sluice.keySecret" .) (include "sluice.loginHostKeys" .) -}}
+{{- if .Values.credentials.nodeKnownHosts -}}
+{{- $names = append $names (include "sluice.nodeHostKeys" .) -}}
+{{- end -}}
+{{- join "," $names -}}
+{{- end -}}
+{{- end -}}
