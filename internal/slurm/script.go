@@ -48,8 +48,9 @@ type ScriptOptions struct {
 //     fails the job; makes the job's directories;
 //   - runs the init containers one after the other, ending with the exit code
 //     of the first that fails, then the containers together; each container's
-//     output goes to <name>.log, every line stamped with the UTC time, and its
-//     exit code to <name>.exit;
+//     output goes to <name>.log, every line stamped with the UTC time, its
+//     start and finish times to <name>.time, and its exit code to
+//     <name>.exit;
 //   - passes SIGTERM and SIGINT on to the running containers as SIGTERM;
 //   - exits 0 when every container succeeded, else with the exit code of the
 //     first container (in the pod's order) that failed, and writes job.exit
@@ -85,11 +86,12 @@ type scriptData struct {
 	NeedsUser            bool   // ch-run needs USER
 	Dirs                 []string
 	Init, Containers     []containerData
-	ExitFiles            []string     // job.exit and every container's, removed at start
+	ExitFiles            []string     // job.exit and every container's exit and time files, removed at start
 	Reverse              *reverseData // the reverse tunnel, nil for none
 
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
+	TimeSuffix                string
 }
 
 // containerData is one call of sluice_run.
@@ -134,18 +136,18 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		NeedsUser: opts.Runtime == RuntimeCharliecloud,
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
-		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""),
+		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""), TimeSuffix: TimeFile(""),
 		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
 	hostsBind := d.Reverse != nil && d.Reverse.BindChRun
 	d.ExitFiles = append(d.ExitFiles, jobExit)
 	for i := range job.Init {
 		d.Init = append(d.Init, newContainerData(job, &job.Init[i], opts, hostsBind))
-		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name))
+		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name), TimeFile(job.Init[i].Name))
 	}
 	for i := range job.Containers {
 		d.Containers = append(d.Containers, newContainerData(job, &job.Containers[i], opts, hostsBind))
-		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Containers[i].Name))
+		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Containers[i].Name), TimeFile(job.Containers[i].Name))
 	}
 	return d, nil
 }
