@@ -156,7 +156,7 @@ func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted
 		}
 	case ok && r.Started:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: start}
-		cs.Ready = true
+		cs.Ready = r.Ready == nil || *r.Ready // nil: no readiness probe run
 	default:
 		msg := ""
 		if notStarted == reasonJobPending && js.Reason != "" {

@@ -137,3 +137,31 @@ func TestContainerTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadinessFromProbe: a running container whose readiness probe has
+// not passed is not ready, and neither is its pod, which stays Running.
+func TestReadinessFromProbe(t *testing.T) {
+	pod := testPod("p")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	no, yes := false, true
+	for _, tt := range []struct {
+		name  string
+		ready *bool
+		want  corev1.ConditionStatus
+	}{
+		{"no probe", nil, corev1.ConditionTrue},
+		{"probe failing", &no, corev1.ConditionFalse},
+		{"probe passing", &yes, corev1.ConditionTrue},
+	} {
+		js := slurm.Status{JobID: "1", State: slurm.StateRunning, Containers: map[string]slurm.ContainerStatus{"main": {Started: true, Ready: tt.ready}}}
+		got := jobStatus(pod, initialStatus(pod, "ip", now), js, nil, now)
+		if got.Phase != corev1.PodRunning || got.ContainerStatuses[0].Ready != (tt.want == corev1.ConditionTrue) {
+			t.Errorf("%s: got phase %s, container ready %v; want Running, %s", tt.name, got.Phase, got.ContainerStatuses[0].Ready, tt.want)
+		}
+		for _, c := range got.Conditions {
+			if (c.Type == corev1.PodReady || c.Type == corev1.ContainersReady) && c.Status != tt.want {
+				t.Errorf("%s: got %s %s; want %s", tt.name, c.Type, c.Status, tt.want)
+			}
+		}
+	}
+}

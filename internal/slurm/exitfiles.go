@@ -12,16 +12,17 @@ import (
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
-// resultFiles matches the names of log, exit and time files in a job
-// directory: a DNS label (a container name, or "job") and .log, .exit or
-// .time. Anything else a job leaves in its directory is not listed.
-const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time)`
+// resultFiles matches the names of log, exit, time and readiness files in
+// a job directory: a DNS label (a container name, or "job") and .log,
+// .exit, .time or .ready. Anything else a job leaves in its directory is
+// not listed.
+const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time|ready)`
 
 // jobName is the stem of the batch script's own exit file, job.exit.
 const jobName = "job"
 
-// exitGrep prints, for each exit file it is given, "<file>:<code>" for the
-// first line that is an exit code, and nothing for a file that holds none.
+// exitGrep prints, for each exit (or readiness) file it is given,
+// "<file>:<code>" for the first line that is an exit code (or 0 or 1), and nothing for a file that holds none.
 // A job can write its exit files (it runs as the site account), so what it
 // leaves there must neither block the scan nor fail it for every pod:
 //
@@ -50,14 +51,15 @@ const scanTimeout = 2 * time.Minute
 
 // scanCmd lists, in one command, the log files and the contents of the exit
 // and time files of the job directories named under root, as lines
-// "<dir>/<c>.log", "<dir>/<c>.exit:<code>" and "<dir>/<c>.time:<times>". It walks root itself, so that a directory
+// "<dir>/<c>.log", "<dir>/<c>.exit:<code>", "<dir>/<c>.time:<times>" and
+// "<dir>/<c>.ready:<0|1>". It walks root itself, so that a directory
 // that is gone is simply not listed (find fails on a missing starting
 // point), and skips every directory not named. root must hold no glob
 // character (Client.check).
 func scanCmd(root string, names []string) []string {
 	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race",
 		"(", "-path", root + "/*/*", "-type", "f", "-regextype", "posix-extended", "-regex", resultFiles,
-		"(", "-name", "*.exit", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"(", "(", "-name", "*.exit", "-o", "-name", "*.ready", ")", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-name", "*.time", "(", "-size", maxExitFile, "-exec", "sh", "-c", timeGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-print", ")", ")",
 		"-o", "(", "-path", root + "/*", "!", "("}
@@ -75,6 +77,7 @@ type dirFiles struct {
 	logs  map[string]bool     // containers that have a log
 	exits map[string]int      // containers (and "job") with an exit code
 	times map[string]runTimes // containers that wrote their times
+	ready map[string]bool     // containers whose readiness probe said
 }
 
 // parseScan parses the output of scanCmd for directories under root, keyed
@@ -95,7 +98,7 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 		dir := prefix + base
 		d := dirs[dir]
 		if d == nil {
-			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}, times: map[string]runTimes{}}
+			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}, times: map[string]runTimes{}, ready: map[string]bool{}}
 			dirs[dir] = d
 		}
 		if name, content, isRead := strings.Cut(file, ":"); isRead {
@@ -103,6 +106,13 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 				t, err := parseTimes(content)
 				if _, seen := d.times[c]; err == nil && !seen && isLabel(c) {
 					d.times[c] = t
+				}
+				continue
+			}
+			if c, ok := strings.CutSuffix(name, ".ready"); ok {
+				_, seen := d.ready[c]
+				if (content == "0" || content == "1") && !seen && isLabel(c) {
+					d.ready[c] = content == "1"
 				}
 				continue
 			}
@@ -169,7 +179,9 @@ func (c *Client) scanInto(ctx context.Context, dirs []string, files map[string]*
 
 // containers turns a directory's files into container results. A
 // container has started when it has a log or a time file, and finished
-// when it has an exit code.
+// when it has an exit code; its readiness is known when its readiness file
+// (written before it starts, for a container with a readiness probe) was
+// read.
 func (d *dirFiles) containers() map[string]ContainerStatus {
 	cs := make(map[string]ContainerStatus)
 	for name := range d.logs {
@@ -190,8 +202,11 @@ func (d *dirFiles) containers() map[string]ContainerStatus {
 	for name, c := range cs {
 		if c.Finished {
 			c.FinishedAt = d.times[name].end
-			cs[name] = c
 		}
+		if r, ok := d.ready[name]; ok {
+			c.Ready = &r
+		}
+		cs[name] = c
 	}
 	return cs
 }

@@ -158,7 +158,7 @@ func (f *fakeSite) find(args []string) ([]byte, error) {
 			ff := f.files[p]
 			switch {
 			case !ff.mode.IsRegular(): // -type f
-			case (strings.HasSuffix(p, ".exit") || strings.HasSuffix(p, ".time")) && len(ff.data) < 64: // -size -64c
+			case (strings.HasSuffix(p, ".exit") || strings.HasSuffix(p, ".ready") || strings.HasSuffix(p, ".time")) && len(ff.data) < 64: // -size -64c
 				line := exitLine
 				if strings.HasSuffix(p, ".time") {
 					line = timeLine
@@ -169,7 +169,7 @@ func (f *fakeSite) find(args []string) ([]byte, error) {
 						break
 					}
 				}
-			case strings.HasSuffix(p, ".exit") || strings.HasSuffix(p, ".time"):
+			case strings.HasSuffix(p, ".exit") || strings.HasSuffix(p, ".ready") || strings.HasSuffix(p, ".time"):
 			default:
 				fmt.Fprintf(&out, "%s\n", p)
 			}

@@ -101,6 +101,9 @@ type Container struct {
 	// holds the container's environment (in Files, mode 0600).
 	EnvFile string
 	Mounts  []Mount
+	// Readiness is the container's readiness probe, run by the batch
+	// script; nil for none (the container is ready while it runs).
+	Readiness *Probe
 }
 
 // Mount binds a path of the job directory into a container.

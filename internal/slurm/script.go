@@ -91,7 +91,8 @@ type scriptData struct {
 
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
-	TimeSuffix                string
+	TimeSuffix, ReadySuffix   string
+	Probes                    bool // a container has a probe
 }
 
 // containerData is one call of sluice_run.
@@ -106,6 +107,14 @@ type containerData struct {
 	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b) before Argv.
 	HostsBind bool
 	Argv      []string
+	// Readiness is the container's readiness probe; nil for none.
+	Readiness *probeData
+}
+
+// probeData is one probe of a container (sluice_probe).
+type probeData struct {
+	*Probe
+	Exec *containerData // an exec probe's command, run as a container's
 }
 
 func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
@@ -136,7 +145,7 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		NeedsUser: opts.Runtime == RuntimeCharliecloud,
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
-		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""), TimeSuffix: TimeFile(""),
+		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""), TimeSuffix: TimeFile(""), ReadySuffix: ReadyFile(""),
 		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
 	hostsBind := d.Reverse != nil && d.Reverse.BindChRun
@@ -146,8 +155,15 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name), TimeFile(job.Init[i].Name))
 	}
 	for i := range job.Containers {
-		d.Containers = append(d.Containers, newContainerData(job, &job.Containers[i], opts, hostsBind))
-		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Containers[i].Name), TimeFile(job.Containers[i].Name))
+		c := &job.Containers[i]
+		cd := newContainerData(job, c, opts, hostsBind)
+		d.ExitFiles = append(d.ExitFiles, ExitFile(c.Name), TimeFile(c.Name))
+		if c.Readiness != nil {
+			cd.Readiness = newProbeData(job, c, c.Readiness, opts, hostsBind)
+			d.Probes = true
+			d.ExitFiles = append(d.ExitFiles, ReadyFile(c.Name))
+		}
+		d.Containers = append(d.Containers, cd)
 	}
 	return d, nil
 }
@@ -167,6 +183,20 @@ func newContainerData(job *Job, c *Container, opts ScriptOptions, hostsBind bool
 	}
 	if opts.Runtime == RuntimeNone {
 		d.Dir = c.WorkingDir
+	}
+	return d
+}
+
+// newProbeData is probe p of container c; an exec probe's command runs
+// in c's image, with c's environment and binds, without mpiexec.
+func newProbeData(job *Job, c *Container, p *Probe, opts ScriptOptions, hostsBind bool) *probeData {
+	d := &probeData{Probe: p}
+	if p.Kind == ProbeExec {
+		pc := *c
+		pc.Command, pc.Args = p.Command, nil
+		cd := newContainerData(job, &pc, opts, hostsBind)
+		cd.MPI, cd.MPIFlags = false, nil
+		d.Exec = &cd
 	}
 	return d
 }
@@ -192,6 +222,9 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 		for i := range cs {
 			if err := opts.Runtime.checkContainer(&cs[i]); err != nil {
 				return err
+			}
+			if err := cs[i].Readiness.check(); err != nil {
+				return fmt.Errorf("container %s: readiness probe: %w", cs[i].Name, err)
 			}
 			if seen[cs[i].Name] {
 				return fmt.Errorf("container name %q is used twice", cs[i].Name)

@@ -48,6 +48,9 @@ type ContainerStatus struct {
 	// wrote them on the node's clock (TimeFile); zero when not written
 	// (a job of an older sluice, or a file that did not read).
 	StartedAt, FinishedAt time.Time
+	// Ready is what the container's readiness probe last said (ReadyFile);
+	// nil for a container without one.
+	Ready *bool
 }
 
 // Status reports the state of jobs, keyed by pod UID. It asks squeue once

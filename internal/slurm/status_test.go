@@ -236,6 +236,8 @@ func TestScanWithRealFind(t *testing.T) {
 	write("lab-a/weird name.exit", "8\n")
 	write("lab-a/main.time", "1764700000 1764700005\n")
 	write("lab-a/side.time", "junk\n1764700001\n")
+	write("lab-a/side.ready", "1\n")
+	write("lab-a/main.ready", "7\n")
 	write("lab-b/init.exit", "0\n")
 	write("lab-b/init.time", "1764700000 1764699999\n") // ends before it starts
 	write("lab-other/main.exit", "5\n")
@@ -246,8 +248,8 @@ func TestScanWithRealFind(t *testing.T) {
 	}
 	got := parseScan(out, root)
 	want := map[string]string{
-		root + "/lab-a": "main:started,finished,3,1764700000,1764700005 side:started,running,0,1764700001,- 3",
-		root + "/lab-b": "init:started,finished,0,-,- -",
+		root + "/lab-a": "main:started,finished,3,1764700000,1764700005,- side:started,running,0,1764700001,-,ready 3",
+		root + "/lab-b": "init:started,finished,0,-,-,- -",
 	}
 	if len(got) != len(want) {
 		t.Errorf("scan found %d directories; want %d:\n%s", len(got), len(want), out)
@@ -269,8 +271,8 @@ func TestScanWithRealFind(t *testing.T) {
 }
 
 // containersText writes container results in name order, one word each:
-// "<name>:started|waiting,finished|running,<code>,<start>,<end>", times in
-// seconds since the epoch or "-".
+// "<name>:started|waiting,finished|running,<code>,<start>,<end>,<ready>",
+// times in seconds since the epoch or "-", ready "-" when not known.
 func containersText(cs map[string]ContainerStatus) string {
 	unix := func(t time.Time) string {
 		if t.IsZero() {
@@ -288,7 +290,11 @@ func containersText(cs map[string]ContainerStatus) string {
 		if c.Finished {
 			finished = "finished"
 		}
-		words = append(words, fmt.Sprintf("%s:%s,%s,%d,%s,%s", name, started, finished, c.ExitCode, unix(c.StartedAt), unix(c.FinishedAt)))
+		ready := "-"
+		if c.Ready != nil {
+			ready = map[bool]string{true: "ready", false: "unready"}[*c.Ready]
+		}
+		words = append(words, fmt.Sprintf("%s:%s,%s,%d,%s,%s,%s", name, started, finished, c.ExitCode, unix(c.StartedAt), unix(c.FinishedAt), ready))
 	}
 	return strings.Join(words, " ")
 }
