@@ -368,3 +368,16 @@ func newTestClient(t testing.TB) (*Client, *fakeSite, *testLog) {
 func exitErr(args []string, code int, stderr string) error {
 	return &site.ExitError{Args: args, Code: code, Stderr: stderr}
 }
+
+// allCalls returns every call of prog, in order.
+func (f *fakeSite) allCalls(prog string) [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out [][]string
+	for _, c := range f.calls {
+		if program(c) == prog {
+			out = append(out, c)
+		}
+	}
+	return out
+}

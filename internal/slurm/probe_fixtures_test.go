@@ -29,6 +29,10 @@ func probedPod() *corev1.Pod {
 		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(5432), Host: "db.example.org"}},
 		PeriodSeconds: 5, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
 	}
+	web.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "kill -USR1 1; sleep 3"}}}}
+	tcp.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/quit", Port: intstr.FromInt32(5433)}}}
+	grace := int64(20)
+	p.Spec.TerminationGracePeriodSeconds = &grace
 	p.Spec.Containers = []corev1.Container{web, exec, tcp, c}
 	return p
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -91,5 +92,42 @@ func TestScriptRunsReadinessProbes(t *testing.T) {
 	wantFile(t, dir, jobExit, "0\n")
 	if t.Failed() {
 		t.Logf("job.out:\n%s", readFile(t, dir, jobOut))
+	}
+}
+
+// TestScriptRunsPreStopHooks: told to stop (SIGTERM, as scancel --batch
+// sends it), the script runs the preStop hook to its end, and only then
+// stops the container; a hook that outlives its grace period is killed.
+func TestScriptRunsPreStopHooks(t *testing.T) {
+	for _, shell := range shells {
+		t.Run(shell, func(t *testing.T) {
+			job := testJob()
+			job.Containers = []Container{
+				sh("main", `trap 'if [ -e hooked ]; then echo after the hook; else echo before the hook; fi; exit 0' TERM; echo ready; while :; do sleep 0.05; done`),
+				sh("slow", "echo ready; exec sleep 600"),
+			}
+			job.Containers[0].PreStop = &Probe{Kind: ProbeExec, Command: []string{"sh", "-c", "sleep 1; echo bye > hooked"}, Period: 1, Timeout: 5, Success: 1, Failure: 1}
+			job.Containers[1].PreStop = &Probe{Kind: ProbeExec, Command: []string{"sleep", "600"}, Period: 1, Timeout: 2, Success: 1, Failure: 1}
+			dir, cmd := startJob(t, shell, job, RuntimeNone)
+			waitFor(t, func() bool {
+				a, _ := os.ReadFile(filepath.Join(dir, LogFile("main")))
+				b, _ := os.ReadFile(filepath.Join(dir, LogFile("slow")))
+				return strings.Contains(string(a), "ready") && strings.Contains(string(b), "ready")
+			})
+			start := time.Now()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			if d := time.Since(start); d < 2*time.Second || d > 10*time.Second {
+				t.Errorf("the job took %v to stop; want the slow hook's 2 s, not more", d)
+			}
+			wantLog(t, dir, "main", "ready", "after the hook")
+			wantFile(t, dir, "hooked", "bye\n")
+			out := readFile(t, dir, jobOut)
+			if !strings.Contains(out, "preStop hook of container main ran") || !strings.Contains(out, "preStop hook of container slow failed") {
+				t.Errorf("job.out = %q; want the hooks' ends", out)
+			}
+		})
 	}
 }

@@ -106,13 +106,13 @@ func TestProbesFromPod(t *testing.T) {
 		warnings []string
 	}{
 		{"probes off", false, 0, []string{
-			"spec.containers[0]: not run: readinessProbe; sluice runs readiness probes only, and only when the site sets Site.EnableProbes",
+			"spec.containers[0]: not run: readinessProbe, lifecycle.preStop; sluice runs readiness probes and preStop hooks only, and only when the site sets Site.EnableProbes",
 			"spec.containers[1]: not run: readinessProbe;",
-			"spec.containers[2]: not run: readinessProbe;",
+			"spec.containers[2]: not run: readinessProbe, lifecycle.preStop;",
 			"spec.containers[3]: not run: livenessProbe, lifecycle.preStop;",
 		}},
 		{"probes on", true, 3, []string{
-			"spec.containers[3]: not run: livenessProbe, lifecycle.preStop; sluice runs readiness probes (exec, httpGet, tcpSocket) only",
+			"spec.containers[3]: not run: livenessProbe; sluice runs readiness probes (exec, httpGet, tcpSocket) and preStop hooks (exec, httpGet) only",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

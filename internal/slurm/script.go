@@ -92,7 +92,8 @@ type scriptData struct {
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
 	TimeSuffix, ReadySuffix   string
-	Probes                    bool // a container has a probe
+	Probes                    bool // a container has a probe or a hook
+	PreStop                   bool // a container has a preStop hook
 }
 
 // containerData is one call of sluice_run.
@@ -107,8 +108,9 @@ type containerData struct {
 	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b) before Argv.
 	HostsBind bool
 	Argv      []string
-	// Readiness is the container's readiness probe; nil for none.
-	Readiness *probeData
+	// Readiness is the container's readiness probe, PreStop its preStop
+	// hook; nil for none.
+	Readiness, PreStop *probeData
 }
 
 // probeData is one probe of a container (sluice_probe).
@@ -162,6 +164,10 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 			cd.Readiness = newProbeData(job, c, c.Readiness, opts, hostsBind)
 			d.Probes = true
 			d.ExitFiles = append(d.ExitFiles, ReadyFile(c.Name))
+		}
+		if c.PreStop != nil {
+			cd.PreStop = newProbeData(job, c, c.PreStop, opts, hostsBind)
+			d.Probes, d.PreStop = true, true
 		}
 		d.Containers = append(d.Containers, cd)
 	}
@@ -225,6 +231,9 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 			}
 			if err := cs[i].Readiness.check(); err != nil {
 				return fmt.Errorf("container %s: readiness probe: %w", cs[i].Name, err)
+			}
+			if err := cs[i].PreStop.check(); err != nil {
+				return fmt.Errorf("container %s: preStop hook: %w", cs[i].Name, err)
 			}
 			if seen[cs[i].Name] {
 				return fmt.Errorf("container name %q is used twice", cs[i].Name)

@@ -45,6 +45,7 @@ sluice_exit() {
 # ignored.
 # shellcheck disable=SC2317 # called by trap
 sluice_forward() {
+	sluice_pre_stop
 	sluice_stop=1
 	for sluice_pid in $sluice_pids; do
 		kill -s TERM "$sluice_pid" 2>/dev/null
@@ -141,6 +142,7 @@ sluice_stamp() {
 # until NAME.exit appears or the job's shell ends. It writes 1 to
 # NAME.ready once SUCCESS checks in a row passed, 0 once FAILURE checks
 # in a row failed.
+# shellcheck disable=SC2317 # called through sluice_probe or sluice_hook
 sluice_probe() {
 	sluice_pname=$1 sluice_period=$3 sluice_timeout=$4 sluice_success=$5 sluice_failure=$6
 	sleep "$2"
@@ -166,6 +168,7 @@ sluice_probe() {
 
 # sluice_check CHECK... runs CHECK, in a session of its own, and kills that
 # session after sluice_timeout seconds: it fails then.
+# shellcheck disable=SC2317 # called through sluice_probe or sluice_hook
 sluice_check() {
 	"$@" </dev/null >/dev/null 2>&1 &
 	sluice_cpid=$!
@@ -224,6 +227,37 @@ sluice_check_tcp() {
 	fi
 	exec "$sluice_setsid" nc -z "$1" "$2"
 }
+# sluice_pre_stop runs the containers' preStop hooks, once, together, each
+# within the pod's grace period, and returns when they have ended: the
+# containers are stopped after them.
+# shellcheck disable=SC2317 # called by trap
+sluice_pre_stop() {
+	if [ -n "$sluice_pre_stopped" ]; then
+		return 0
+	fi
+	sluice_pre_stopped=1
+	sluice_hooks=
+	sluice_hook web 20 sluice_check_exec web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/web '' "$sluice_runtime" busybox -- sh -c 'kill -USR1 1; sleep 3' &
+	sluice_hooks="$sluice_hooks $!"
+	sluice_hook db 20 sluice_check_http http://127.0.0.1:5433/quit &
+	sluice_hooks="$sluice_hooks $!"
+	for sluice_hook_pid in $sluice_hooks; do
+		wait "$sluice_hook_pid"
+	done
+}
+
+# sluice_hook NAME TIMEOUT CHECK... runs a container's hook and says in the
+# job's output how it ended.
+# shellcheck disable=SC2317 # called by sluice_pre_stop
+sluice_hook() {
+	sluice_hname=$1 sluice_timeout=$2
+	shift 2
+	if sluice_check "$@"; then
+		echo "sluice: preStop hook of container $sluice_hname ran"
+	else
+		echo "sluice: preStop hook of container $sluice_hname failed with exit code $sluice_ccode"
+	fi
+}
 
 # sluice_start NAME ... starts a container (see sluice_run) in the background.
 sluice_start() {
@@ -253,6 +287,7 @@ if [ -z "${USER:-}" ]; then
 	USER=$(id -un) || sluice_fail 1 "cannot tell the user name"
 	export USER
 fi
+sluice_pre_stopped=
 
 # Containers with a readiness probe are not ready until it passes.
 sluice_put "$sluice_dir/web.ready" 0
