@@ -48,7 +48,6 @@ var notCarried = map[string]string{
 	"TsocksLoginNode":       "jobs reach the cluster's services through sluice's reverse tunnel (Network.SSH.Reverse), not tsocks",
 	"VerboseLogging":        "sluice-vk --log-level debug",
 	"ErrorsOnlyLogging":     "sluice-vk --log-level error",
-	"EnableProbes":          "sluice does not run probes inside the job yet",
 	"DefaultUID":            "every job runs as the site's user (Network.SSH.User)",
 	"DefaultGID":            "every job runs as the site's user (Network.SSH.User)",
 	"GangSchedulingEnabled": "sluice runs one job per pod; gang scheduling is not implemented",
@@ -137,6 +136,7 @@ var importedKeys = map[string]bool{
 	"Flavors": true, "DefaultFlavor": true, "CommandPrefix": true, "BashPath": true, "ExportPodData": true,
 	"SingularityDefaultOptions": true, "ImagePrefix": true, "SingularityPrefix": true, "SingularityPath": true,
 	"EnrootDefaultOptions": true, "EnrootPrefix": true, "EnrootPath": true, "ContainerRuntime": true, "DataRootFolder": true,
+	"EnableProbes": true,
 }
 
 // pluginValues gives the plugin keys that are set, as the Site mapping
@@ -155,6 +155,7 @@ func pluginValues(p *Plugin, note func(string, ...any)) map[string]any {
 	set("EnrootDefaultOptions", p.EnrootDefaultOptions, len(p.EnrootDefaultOptions) > 0)
 	set("EnrootPrefix", p.EnrootPrefix, p.EnrootPrefix != "")
 	set("EnrootPath", p.EnrootPath, p.EnrootPath != "")
+	set("EnableProbes", p.EnableProbes, p.EnableProbes)
 	if p.ExportPodData != nil && !*p.ExportPodData {
 		note("ExportPodData: false: sluice refuses the pods that mount ConfigMap, Secret, projected or downward API volumes, where interLink runs them without")
 	}

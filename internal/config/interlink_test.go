@@ -67,7 +67,6 @@ func TestImportInterLink(t *testing.T) {
 			file: "flavors.yaml",
 			notes: []string{
 				"DefaultUID: not carried over: every job runs as the site's user",
-				"EnableProbes: not carried over: sluice does not run probes inside the job yet",
 				"Flavors.gpu-nvidia.UID: not carried over",
 			},
 			runtime: "singularity", dataRoot: "/scratch/alice/.interlink/jobs", filledNum: 5,
@@ -78,7 +77,7 @@ func TestImportInterLink(t *testing.T) {
 					strings.Join(g.SlurmFlags, " ") != "--gres=gpu:1 --partition=gpu --time=04:00:00" {
 					t.Errorf("got flavors %+v", p.Flavors)
 				}
-				if p.ImagePrefix != "docker://" || p.CommandPrefix != "module load apptainer" || strings.Join(p.SingularityDefaultOptions, " ") != "--nv --no-eval --containall" {
+				if p.ImagePrefix != "docker://" || p.CommandPrefix != "module load apptainer" || strings.Join(p.SingularityDefaultOptions, " ") != "--nv --no-eval --containall" || !p.EnableProbes {
 					t.Errorf("got %+v", p)
 				}
 			},

@@ -18,6 +18,11 @@ type Plugin struct {
 	// and downward API volumes are written to the site. If nil, true; when
 	// false, a pod that mounts one is refused.
 	ExportPodData *bool `yaml:"ExportPodData"`
+	// EnableProbes runs the containers' readiness probes (exec, httpGet,
+	// tcpSocket) inside the job, on the node; the pod's Ready condition
+	// then follows them. If false (the default), probes are not run, and a
+	// pod that has some gets a Warning Event saying so.
+	EnableProbes bool `yaml:"EnableProbes"`
 
 	// SingularityDefaultOptions are given to every apptainer (singularity)
 	// exec or run, before the pod's own options.

@@ -49,12 +49,16 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 	p.mu.Lock()
 	pod := st.pod.DeepCopy()
 	ref := st.ref
+	ref.Grace = preStopGrace(pod, st.containers)
 	// a job may exist if it was submitted, or if the finalizer was set
 	// (sbatch may have run before a restart)
 	mayHaveJob := st.submitted || st.finalizer || hasFinalizer(pod)
 	wasFinal := st.final
 	p.mu.Unlock()
 
+	if mayHaveJob && !wasFinal && ref.Grace > 0 {
+		p.event(pod, corev1.EventTypeNormal, EventPreStop, "running the containers' preStop hooks (grace period %s) before Slurm job %s is cancelled", ref.Grace-preStopSlack, ref.JobID)
+	}
 	if mayHaveJob {
 		if !p.retry(ctx, "cancel", pod, func() error { return p.cfg.Jobs.Cancel(ctx, ref) }) {
 			return

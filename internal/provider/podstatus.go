@@ -60,23 +60,34 @@ func waitingAll(cs []corev1.Container, reason, msg string) []corev1.ContainerSta
 // the status reported before (for the address, start time and the times
 // conditions last changed).
 //
+// As a kubelet reports it, a pod whose job runs is Pending while its init
+// containers run (kubectl shows Init:N/M) and until its containers have
+// all started, then Running; a container is ready while it runs (and, with
+// a readiness probe, when the probe says so), and the pod is Ready when
+// every container is.
+//
 // kept holds the statuses of the pod's kept containers, which run in its
 // shadow (S3): the init containers that ran there before the job, and the
 // others as last seen there; they stand for those containers.
 func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, kept map[string]corev1.ContainerStatus, now time.Time) corev1.PodStatus {
 	phase, reason := slurm.PodPhase(js.State)
 	st := *prev.DeepCopy()
-	st.Phase = corev1.PodPhase(phase)
 	st.Reason = reason
 	st.Message = jobMessage(js, phase)
 	final := js.State.Final()
 
+	initNotStarted := reasonInitializing
+	if phase == slurm.PhasePending {
+		initNotStarted = reasonJobPending
+	} else if phase != slurm.PhaseRunning {
+		initNotStarted = reasonCreating
+	}
 	initDone := true
 	st.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
 		cs, ok := kept[c.Name]
 		if !ok {
-			cs = containerStatus(c, js, final, reasonCreating)
+			cs = containerStatus(c, js, final, initNotStarted)
 		}
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false
@@ -90,19 +101,26 @@ func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, kept map
 	if phase == slurm.PhasePending {
 		notStarted = reasonJobPending
 	}
-	allRunning := true
+	allReady, anyWaiting := true, false
 	st.ContainerStatuses = nil
 	for _, c := range pod.Spec.Containers {
 		cs, ok := kept[c.Name]
 		if !ok {
 			cs = containerStatus(c, js, final && initDone, notStarted)
 		}
-		if cs.State.Running == nil {
-			allRunning = false
+		if cs.State.Running == nil || !cs.Ready {
+			allReady = false
+		}
+		if cs.State.Waiting != nil {
+			anyWaiting = true
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
-	ready := phase == slurm.PhaseRunning && allRunning
+	if phase == slurm.PhaseRunning && (!initDone || anyWaiting) {
+		phase = slurm.PhasePending
+	}
+	st.Phase = corev1.PodPhase(phase)
+	ready := phase == slurm.PhaseRunning && allReady
 	completed := ""
 	if final {
 		completed = "PodCompleted"
@@ -113,15 +131,16 @@ func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, kept map
 
 // containerStatus is the status of one container of a job. A container
 // that has not started waits for notStarted, unless its job is over
-// (final), when it ended with the job.
+// (final), when it ended with the job. Its start and finish times are its
+// own when its job wrote them, else the job's.
 func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted string) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
 	if js.JobID != "" {
 		cs.ContainerID = fmt.Sprintf("slurm://%s/%s", js.JobID, c.Name)
 	}
 	r, ok := js.Containers[c.Name]
-	start := metav1.NewTime(js.StartTime)
-	end := metav1.NewTime(js.EndTime)
+	start := metav1.NewTime(orTime(r.StartedAt, js.StartTime))
+	end := metav1.NewTime(orTime(r.FinishedAt, js.EndTime))
 	switch {
 	case ok && r.Finished:
 		cs.State.Terminated = &corev1.ContainerStateTerminated{
@@ -133,11 +152,11 @@ func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted
 		cs.State.Terminated = &corev1.ContainerStateTerminated{
 			ExitCode: code, Reason: exitReason(int(code), js.State),
 			Message:   fmt.Sprintf("Slurm job %s ended %s", js.JobID, js.State),
-			StartedAt: start, FinishedAt: end, ContainerID: cs.ContainerID,
+			StartedAt: start, FinishedAt: metav1.NewTime(js.EndTime), ContainerID: cs.ContainerID,
 		}
 	case ok && r.Started:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: start}
-		cs.Ready = true
+		cs.Ready = r.Ready == nil || *r.Ready // nil: no readiness probe run
 	default:
 		msg := ""
 		if notStarted == reasonJobPending && js.Reason != "" {
@@ -148,6 +167,14 @@ func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted
 	started := cs.State.Running != nil
 	cs.Started = &started
 	return cs
+}
+
+// orTime is t, or def when t is zero.
+func orTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
 }
 
 // exitReason is the reason of a container that exited with code in a job

@@ -38,9 +38,14 @@ func TestJobStatus(t *testing.T) {
 		inited     corev1.ConditionStatus
 	}{
 		{"pending", slurm.Status{JobID: "1", State: slurm.StatePending, Reason: "Resources"},
-			corev1.PodPending, "", "waiting:ContainerCreating", "waiting:SlurmPending", "False", "False"},
+			corev1.PodPending, "", "waiting:SlurmPending", "waiting:SlurmPending", "False", "False"},
+		// a kubelet's pod is Pending while its init containers run
+		{"job started", slurm.Status{JobID: "1", State: slurm.StateRunning},
+			corev1.PodPending, "", "waiting:PodInitializing", "waiting:PodInitializing", "False", "False"},
 		{"init running", slurm.Status{JobID: "1", State: slurm.StateRunning, Containers: map[string]slurm.ContainerStatus{"init": {Started: true}}},
-			corev1.PodRunning, "", "running", "waiting:PodInitializing", "False", "False"},
+			corev1.PodPending, "", "running", "waiting:PodInitializing", "False", "False"},
+		{"init done", slurm.Status{JobID: "1", State: slurm.StateRunning, Containers: map[string]slurm.ContainerStatus{"init": {Started: true, Finished: true}}},
+			corev1.PodPending, "", "terminated:0:Completed", "waiting:ContainerCreating", "False", "True"},
 		{"running", slurm.Status{JobID: "1", State: slurm.StateRunning, Containers: started},
 			corev1.PodRunning, "", "terminated:0:Completed", "running", "True", "True"},
 		{"completed", slurm.Status{JobID: "1", State: slurm.StateCompleted, Containers: map[string]slurm.ContainerStatus{
@@ -59,7 +64,7 @@ func TestJobStatus(t *testing.T) {
 		{"cancelled while pending", slurm.Status{JobID: "1", State: slurm.StateCancelled},
 			corev1.PodFailed, slurm.ReasonCancelled, "terminated:1:Cancelled", "waiting:PodInitializing", "False", "False"},
 		{"requeued", slurm.Status{JobID: "1", State: slurm.StateRequeued},
-			corev1.PodPending, slurm.ReasonRequeued, "waiting:ContainerCreating", "waiting:SlurmPending", "False", "False"},
+			corev1.PodPending, slurm.ReasonRequeued, "waiting:SlurmPending", "waiting:SlurmPending", "False", "False"},
 		{"lost", slurm.Status{JobID: "1", State: slurm.StateUnknown, Reason: "gone"},
 			corev1.PodUnknown, slurm.ReasonLost, "waiting:ContainerCreating", "waiting:PodInitializing", "False", "False"},
 	}
@@ -101,6 +106,62 @@ func TestConditionTimesKept(t *testing.T) {
 		if !first.Conditions[i].LastTransitionTime.Equal(&second.Conditions[i].LastTransitionTime) {
 			t.Errorf("condition %s: got transition time %v then %v; want it kept while unchanged",
 				first.Conditions[i].Type, first.Conditions[i].LastTransitionTime, second.Conditions[i].LastTransitionTime)
+		}
+	}
+}
+
+// TestContainerTimes: each container shows the times its job wrote for
+// it, and the job's where it wrote none.
+func TestContainerTimes(t *testing.T) {
+	pod := testPod("p")
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "img"}}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "side", Image: "img"})
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	js := slurm.Status{JobID: "1", State: slurm.StateRunning, StartTime: t0, Containers: map[string]slurm.ContainerStatus{
+		"init": {Started: true, Finished: true, StartedAt: at(1), FinishedAt: at(6)},
+		"main": {Started: true, StartedAt: at(7)},
+		"side": {Started: true}, // a job of an older sluice
+	}}
+	got := jobStatus(pod, initialStatus(pod, "ip", t0), js, nil, at(8))
+	if got.Phase != corev1.PodRunning {
+		t.Errorf("got phase %s; want Running", got.Phase)
+	}
+	if term := got.InitContainerStatuses[0].State.Terminated; term == nil || !term.StartedAt.Time.Equal(at(1)) || !term.FinishedAt.Time.Equal(at(6)) {
+		t.Errorf("got init container %+v; want terminated, started at %v and finished at %v", got.InitContainerStatuses[0].State, at(1), at(6))
+	}
+	for i, want := range []time.Time{at(7), t0} {
+		cs := got.ContainerStatuses[i]
+		if cs.State.Running == nil || !cs.State.Running.StartedAt.Time.Equal(want) {
+			t.Errorf("got container %s %+v; want running since %v", cs.Name, cs.State, want)
+		}
+	}
+}
+
+// TestReadinessFromProbe: a running container whose readiness probe has
+// not passed is not ready, and neither is its pod, which stays Running.
+func TestReadinessFromProbe(t *testing.T) {
+	pod := testPod("p")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	no, yes := false, true
+	for _, tt := range []struct {
+		name  string
+		ready *bool
+		want  corev1.ConditionStatus
+	}{
+		{"no probe", nil, corev1.ConditionTrue},
+		{"probe failing", &no, corev1.ConditionFalse},
+		{"probe passing", &yes, corev1.ConditionTrue},
+	} {
+		js := slurm.Status{JobID: "1", State: slurm.StateRunning, Containers: map[string]slurm.ContainerStatus{"main": {Started: true, Ready: tt.ready}}}
+		got := jobStatus(pod, initialStatus(pod, "ip", now), js, nil, now)
+		if got.Phase != corev1.PodRunning || got.ContainerStatuses[0].Ready != (tt.want == corev1.ConditionTrue) {
+			t.Errorf("%s: got phase %s, container ready %v; want Running, %s", tt.name, got.Phase, got.ContainerStatuses[0].Ready, tt.want)
+		}
+		for _, c := range got.Conditions {
+			if (c.Type == corev1.PodReady || c.Type == corev1.ContainersReady) && c.Status != tt.want {
+				t.Errorf("%s: got %s %s; want %s", tt.name, c.Type, c.Status, tt.want)
+			}
 		}
 	}
 }

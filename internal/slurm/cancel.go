@@ -11,7 +11,9 @@ import (
 // shows the job in a final state or no longer knows it. scancel is issued
 // again while the job lingers. A job that already ended, or that Slurm does
 // not know, needs no cancelling. Without a JobID in ref, the job is found
-// from job.id or by name.
+// from job.id or by name. With a Grace, a running job's batch script alone
+// is first sent SIGTERM, and the job is cancelled only if it has not ended
+// when Grace has passed.
 func (c *Client) Cancel(ctx context.Context, ref JobRef) error {
 	if err := c.checkRef(ref); err != nil {
 		return err
@@ -22,7 +24,7 @@ func (c *Client) Cancel(ctx context.Context, ref JobRef) error {
 	}
 	tick := time.NewTicker(c.poll())
 	defer tick.Stop()
-	var sent time.Time
+	var sent, graceEnd time.Time
 	var lastErr error
 	for {
 		e, found, err := c.queueJob(ctx, id)
@@ -34,6 +36,15 @@ func (c *Client) Cancel(ctx context.Context, ref JobRef) error {
 		case e.Name != ref.UID:
 			c.logger().Warn("slurm: not cancelling a job of another name", "uid", ref.UID, "job", id, "name", e.Name)
 			return nil
+		case ref.Grace > 0 && graceEnd.IsZero() && e.State == StateRunning:
+			// Only the batch script is told: it runs the preStop hooks,
+			// then stops the containers and ends.
+			graceEnd = c.now().Add(ref.Grace)
+			if _, err := c.Site.Run(ctx, nil, "scancel", "--batch", "--signal=TERM", string(id)); err != nil {
+				lastErr = fmt.Errorf("scancel --batch: %w", err)
+				graceEnd = c.now()
+			}
+		case c.now().Before(graceEnd):
 		case sent.IsZero() || c.now().Sub(sent) >= cancelRetry:
 			sent = c.now()
 			if _, err := c.Site.Run(ctx, nil, "scancel", string(id)); err != nil {

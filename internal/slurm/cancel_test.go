@@ -160,3 +160,43 @@ func TestRemove(t *testing.T) {
 		t.Errorf("the job directory is still there")
 	}
 }
+
+// TestCancelWithGrace: a job whose containers have preStop hooks is first
+// told through its batch script alone (scancel --batch --signal=TERM); a
+// job that ends within the grace period is not cancelled, one that
+// lingers is, once the grace period has passed.
+func TestCancelWithGrace(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		polls     int
+		wantPlain bool
+	}{
+		{"ends within the grace period", 3, false},
+		{"lingers", 40, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, f, _ := newTestClient(t)
+			c.Now = (&fakeClock{step: time.Second}).Now
+			ref := c.Ref("lab", sampleUID, "5")
+			ref.Grace = 10 * time.Second
+			f.handle = (&cancelFake{uid: sampleUID, state: "RUNNING", polls: tt.polls}).handle
+			if err := c.Cancel(context.Background(), ref); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			var batch, plain int
+			for _, call := range f.allCalls("scancel") {
+				switch {
+				case len(call) == 4 && call[1] == "--batch" && call[2] == "--signal=TERM" && call[3] == "5":
+					batch++
+				case len(call) == 2 && call[1] == "5":
+					plain++
+				default:
+					t.Errorf("unexpected call %q", call)
+				}
+			}
+			if batch != 1 || (plain > 0) != tt.wantPlain {
+				t.Errorf("got %d scancel --batch and %d scancel; want 1 and plain %v", batch, plain, tt.wantPlain)
+			}
+		})
+	}
+}

@@ -56,6 +56,10 @@ type JobRef struct {
 	UID   string
 	JobID JobID
 	Dir   string
+	// Grace, when not zero, is the time Cancel gives a running job's
+	// batch script to run its containers' preStop hooks and stop them
+	// (scancel --batch --signal=TERM) before it cancels the job.
+	Grace time.Duration
 }
 
 // Ref is the reference of the job of a pod.

@@ -12,16 +12,17 @@ import (
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
-// resultFiles matches the names of log and exit files in a job directory:
-// a DNS label (a container name, or "job") and .log or .exit. Anything else
-// a job leaves in its directory is not listed.
-const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log)`
+// resultFiles matches the names of log, exit, time and readiness files in
+// a job directory: a DNS label (a container name, or "job") and .log,
+// .exit, .time or .ready. Anything else a job leaves in its directory is
+// not listed.
+const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time|ready)`
 
 // jobName is the stem of the batch script's own exit file, job.exit.
 const jobName = "job"
 
-// exitGrep prints, for each exit file it is given, "<file>:<code>" for the
-// first line that is an exit code, and nothing for a file that holds none.
+// exitGrep prints, for each exit (or readiness) file it is given,
+// "<file>:<code>" for the first line that is an exit code (or 0 or 1), and nothing for a file that holds none.
 // A job can write its exit files (it runs as the site account), so what it
 // leaves there must neither block the scan nor fail it for every pod:
 //
@@ -35,8 +36,13 @@ const jobName = "job"
 //     fails only if grep could not run at all.
 const exitGrep = `grep -D skip -s -H -m 1 -x -E '[0-9]{1,3}' -- "$@"; [ "$?" -le 2 ]`
 
-// maxExitFile is the size (in bytes) under which an exit file is read: an
-// exit code and its newline, with room to spare.
+// timeGrep prints, for each time file it is given, "<file>:<start>[ <end>]"
+// for the first line that holds a start time and maybe a finish time, in
+// seconds since the epoch (see TimeFile), read with the care of exitGrep.
+const timeGrep = `grep -D skip -s -H -m 1 -x -E '[0-9]{10,11}( [0-9]{10,11})?' -- "$@"; [ "$?" -le 2 ]`
+
+// maxExitFile is the size (in bytes) under which an exit or time file is
+// read: an exit code, or two times, and a newline, with room to spare.
 const maxExitFile = "-64c"
 
 // scanTimeout bounds the exit-file scan, which the status poll of every pod
@@ -44,15 +50,17 @@ const maxExitFile = "-64c"
 const scanTimeout = 2 * time.Minute
 
 // scanCmd lists, in one command, the log files and the contents of the exit
-// files of the job directories named under root, as lines "<dir>/<c>.log"
-// and "<dir>/<c>.exit:<code>". It walks root itself, so that a directory
+// and time files of the job directories named under root, as lines
+// "<dir>/<c>.log", "<dir>/<c>.exit:<code>", "<dir>/<c>.time:<times>" and
+// "<dir>/<c>.ready:<0|1>". It walks root itself, so that a directory
 // that is gone is simply not listed (find fails on a missing starting
 // point), and skips every directory not named. root must hold no glob
 // character (Client.check).
 func scanCmd(root string, names []string) []string {
 	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race",
 		"(", "-path", root + "/*/*", "-type", "f", "-regextype", "posix-extended", "-regex", resultFiles,
-		"(", "-name", "*.exit", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"(", "(", "-name", "*.exit", "-o", "-name", "*.ready", ")", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-name", "*.time", "(", "-size", maxExitFile, "-exec", "sh", "-c", timeGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-print", ")", ")",
 		"-o", "(", "-path", root + "/*", "!", "("}
 	for i, name := range names {
@@ -66,8 +74,10 @@ func scanCmd(root string, names []string) []string {
 
 // dirFiles is what one job directory says of its containers.
 type dirFiles struct {
-	logs  map[string]bool // containers that have a log
-	exits map[string]int  // containers (and "job") with an exit code
+	logs  map[string]bool     // containers that have a log
+	exits map[string]int      // containers (and "job") with an exit code
+	times map[string]runTimes // containers that wrote their times
+	ready map[string]bool     // containers whose readiness probe said
 }
 
 // parseScan parses the output of scanCmd for directories under root, keyed
@@ -88,10 +98,24 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 		dir := prefix + base
 		d := dirs[dir]
 		if d == nil {
-			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}}
+			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}, times: map[string]runTimes{}, ready: map[string]bool{}}
 			dirs[dir] = d
 		}
-		if name, content, isExit := strings.Cut(file, ":"); isExit {
+		if name, content, isRead := strings.Cut(file, ":"); isRead {
+			if c, ok := strings.CutSuffix(name, ".time"); ok {
+				t, err := parseTimes(content)
+				if _, seen := d.times[c]; err == nil && !seen && isLabel(c) {
+					d.times[c] = t
+				}
+				continue
+			}
+			if c, ok := strings.CutSuffix(name, ".ready"); ok {
+				_, seen := d.ready[c]
+				if (content == "0" || content == "1") && !seen && isLabel(c) {
+					d.ready[c] = content == "1"
+				}
+				continue
+			}
 			c, ok := strings.CutSuffix(name, ".exit")
 			code, err := parseSmall(strings.TrimSpace(content), 255)
 			if _, seen := d.exits[c]; ok && err == nil && !seen && isLabel(c) {
@@ -153,7 +177,11 @@ func (c *Client) scanInto(ctx context.Context, dirs []string, files map[string]*
 	return nil
 }
 
-// containers turns a directory's files into container results.
+// containers turns a directory's files into container results. A
+// container has started when it has a log or a time file, and finished
+// when it has an exit code; its readiness is known when its readiness file
+// (written before it starts, for a container with a readiness probe) was
+// read.
 func (d *dirFiles) containers() map[string]ContainerStatus {
 	cs := make(map[string]ContainerStatus)
 	for name := range d.logs {
@@ -161,10 +189,24 @@ func (d *dirFiles) containers() map[string]ContainerStatus {
 			cs[name] = ContainerStatus{Started: true}
 		}
 	}
+	for name, t := range d.times {
+		if name != jobName {
+			cs[name] = ContainerStatus{Started: true, StartedAt: t.start}
+		}
+	}
 	for name, code := range d.exits {
 		if name != jobName {
-			cs[name] = ContainerStatus{Started: true, Finished: true, ExitCode: code}
+			cs[name] = ContainerStatus{Started: true, Finished: true, ExitCode: code, StartedAt: d.times[name].start}
 		}
+	}
+	for name, c := range cs {
+		if c.Finished {
+			c.FinishedAt = d.times[name].end
+		}
+		if r, ok := d.ready[name]; ok {
+			c.Ready = &r
+		}
+		cs[name] = c
 	}
 	return cs
 }

@@ -42,10 +42,12 @@ func TestScanSurvivesHostileExitFiles(t *testing.T) {
 	write("lab-bad/big.exit", strings.Repeat("1", 8<<20)+"\n")
 	write("lab-bad/junk.exit", "x\n")
 	write("lab-bad/main.log", "")
+	write("lab-bad/huge.time", strings.Repeat("1764700000 ", 1<<20)+"\n")
+	write("lab-bad/late.time", "1764700000 1764699999\n")
 	if err := syscall.Mkfifo(filepath.Join(root, "lab-bad/fifo.exit"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for name, target := range map[string]string{"lab-bad/zero.exit": "/dev/zero", "lab-bad/pipe.exit": "fifo.exit"} {
+	for name, target := range map[string]string{"lab-bad/zero.exit": "/dev/zero", "lab-bad/pipe.exit": "fifo.exit", "lab-bad/zero.time": "/dev/zero", "lab-bad/pipe.time": "fifo.exit"} {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +71,7 @@ func TestScanSurvivesHostileExitFiles(t *testing.T) {
 				t.Errorf("scan of %v: lab-good = %+v; want init 0 and main 3:\n%s", names, d, out)
 			}
 		}
-		if d := got[root+"/lab-bad"]; d != nil && (len(d.exits) != 0 || !d.logs["main"] || len(d.logs) != 1) {
+		if d := got[root+"/lab-bad"]; d != nil && (len(d.exits) != 0 || len(d.times) != 0 || !d.logs["main"] || len(d.logs) != 1) {
 			t.Errorf("scan of %v: lab-bad = %+v; want only its main.log:\n%s", names, d, out)
 		}
 	}

@@ -120,8 +120,11 @@ func (f *fakeSite) Run(ctx context.Context, stdin io.Reader, args ...string) ([]
 	return handle(args)
 }
 
-// exitLine is the pattern of exitGrep.
-var exitLine = regexp.MustCompile(`^[0-9]{1,3}$`)
+// exitLine and timeLine are the patterns of exitGrep and timeGrep.
+var (
+	exitLine = regexp.MustCompile(`^[0-9]{1,3}$`)
+	timeLine = regexp.MustCompile(`^[0-9]{10,11}( [0-9]{10,11})?$`)
+)
 
 // find answers scanCmd as GNU find and grep would.
 func (f *fakeSite) find(args []string) ([]byte, error) {
@@ -155,14 +158,18 @@ func (f *fakeSite) find(args []string) ([]byte, error) {
 			ff := f.files[p]
 			switch {
 			case !ff.mode.IsRegular(): // -type f
-			case strings.HasSuffix(p, ".exit") && len(ff.data) < 64: // -size -64c
-				for _, line := range strings.Split(string(ff.data), "\n") {
-					if exitLine.MatchString(line) { // grep -m 1 -x
-						fmt.Fprintf(&out, "%s:%s\n", p, line)
+			case (strings.HasSuffix(p, ".exit") || strings.HasSuffix(p, ".ready") || strings.HasSuffix(p, ".time")) && len(ff.data) < 64: // -size -64c
+				line := exitLine
+				if strings.HasSuffix(p, ".time") {
+					line = timeLine
+				}
+				for _, l := range strings.Split(string(ff.data), "\n") {
+					if line.MatchString(l) { // grep -m 1 -x
+						fmt.Fprintf(&out, "%s:%s\n", p, l)
 						break
 					}
 				}
-			case strings.HasSuffix(p, ".exit"):
+			case strings.HasSuffix(p, ".exit") || strings.HasSuffix(p, ".ready") || strings.HasSuffix(p, ".time"):
 			default:
 				fmt.Fprintf(&out, "%s\n", p)
 			}
@@ -360,4 +367,17 @@ func newTestClient(t testing.TB) (*Client, *fakeSite, *testLog) {
 // exitErr is what a failed command gives.
 func exitErr(args []string, code int, stderr string) error {
 	return &site.ExitError{Args: args, Code: code, Stderr: stderr}
+}
+
+// allCalls returns every call of prog, in order.
+func (f *fakeSite) allCalls(prog string) [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out [][]string
+	for _, c := range f.calls {
+		if program(c) == prog {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -167,6 +167,16 @@ func FuzzParseScan(f *testing.F) {
 					t.Fatalf("parseScan gave log %q", name)
 				}
 			}
+			for name := range d.ready {
+				if !isLabel(name) {
+					t.Fatalf("parseScan gave readiness %q", name)
+				}
+			}
+			for name, tm := range d.times {
+				if !isLabel(name) || tm.start.IsZero() || tm.end.Before(tm.start) && !tm.end.IsZero() {
+					t.Fatalf("parseScan gave times %q=%+v", name, tm)
+				}
+			}
 		}
 	})
 }

@@ -76,6 +76,9 @@ var goldenCases = []struct {
 		p.Annotations = map[string]string{AnnotationFlavor: "default"}
 		return p
 	}, SiteOptions{Flavors: testSiteOptions().Flavors, CommandPrefix: "export X=1", ImagePrefix: "/shared/ch/", Shell: "/bin/bash"}},
+	{"apptainer-probes", RuntimeApptainer, probedPod, SiteOptions{Probes: true}},
+	{"charliecloud-probes", RuntimeCharliecloud, probedPod, SiteOptions{Probes: true}},
+	{"none-probes", RuntimeNone, probedPod, SiteOptions{Probes: true}},
 }
 
 func TestGolden(t *testing.T) {

@@ -111,6 +111,13 @@ type Container struct {
 	// enroot takes each by name (--env NAME) from its own environment.
 	EnvNames []string
 	Mounts   []Mount
+	// Readiness is the container's readiness probe, run by the batch
+	// script; nil for none (the container is ready while it runs).
+	Readiness *Probe
+	// PreStop is the container's preStop hook, run by the batch script
+	// when it is told to stop (SIGTERM), before the containers are; its
+	// Timeout is the pod's grace period. nil for none.
+	PreStop *Probe
 }
 
 // Mount binds a path of the job directory into a container.

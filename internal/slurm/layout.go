@@ -10,6 +10,9 @@ import "path"
 //	job.out           the batch script's own output (sbatch --output/--error)
 //	<container>.log   the container's output, each line "<RFC 3339 UTC second> <line>"
 //	<container>.exit  the container's exit code, written when it ends
+//	<container>.time  "<start>" when the container starts, "<start> <end>"
+//	                  before its exit file: seconds since the epoch
+//	<container>.ready 1 or 0: whether its readiness probe passes (probes only)
 //	volumes/<name>/   volume contents
 //	env/<container>   the container's environment (0600)
 //	exec.hosts        the node-local path of the reverse tunnel's hosts copy
@@ -38,6 +41,14 @@ func LogFile(container string) string { return container + ".log" }
 
 // ExitFile is the exit-code file of a container, relative to the job directory.
 func ExitFile(container string) string { return container + ".exit" }
+
+// TimeFile is the file of a container's start and finish times, relative
+// to the job directory.
+func TimeFile(container string) string { return container + ".time" }
+
+// ReadyFile is the file of a container's readiness, relative to the job
+// directory.
+func ReadyFile(container string) string { return container + ".ready" }
 
 // LogTimeLayout is the layout of the timestamp that starts every log line.
 const LogTimeLayout = "2006-01-02T15:04:05Z"

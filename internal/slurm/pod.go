@@ -143,10 +143,12 @@ func (b *podBuilder) build() (*Job, error) {
 		b.job.Init = append(b.job.Init, jc)
 	}
 	for i := range p.Spec.Containers {
-		jc, err := b.container(&p.Spec.Containers[i], fmt.Sprintf("spec.containers[%d]", i))
+		field := fmt.Sprintf("spec.containers[%d]", i)
+		jc, err := b.container(&p.Spec.Containers[i], field)
 		if err != nil {
 			return nil, err
 		}
+		b.probes(&p.Spec.Containers[i], field, &jc)
 		b.job.Containers = append(b.job.Containers, jc)
 	}
 	if b.rt == RuntimeEnroot {

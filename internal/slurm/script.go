@@ -48,8 +48,9 @@ type ScriptOptions struct {
 //     fails the job; makes the job's directories;
 //   - runs the init containers one after the other, ending with the exit code
 //     of the first that fails, then the containers together; each container's
-//     output goes to <name>.log, every line stamped with the UTC time, and its
-//     exit code to <name>.exit;
+//     output goes to <name>.log, every line stamped with the UTC time, its
+//     start and finish times to <name>.time, and its exit code to
+//     <name>.exit;
 //   - passes SIGTERM and SIGINT on to the running containers as SIGTERM;
 //   - exits 0 when every container succeeded, else with the exit code of the
 //     first container (in the pod's order) that failed, and writes job.exit
@@ -85,12 +86,15 @@ type scriptData struct {
 	NeedsUser            bool   // ch-run needs USER
 	Dirs                 []string
 	Init, Containers     []containerData
-	ExitFiles            []string          // job.exit and every container's, removed at start
+	ExitFiles            []string          // job.exit and every container's exit and time files, removed at start
 	Reverse              *reverseData      // the reverse tunnel, nil for none
 	Enroot               []enrootContainer // enroot's containers to make, nil for other runtimes
 
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
+	TimeSuffix, ReadySuffix   string
+	Probes                    bool // a container has a probe or a hook
+	PreStop                   bool // a container has a preStop hook
 }
 
 // containerData is one call of sluice_run.
@@ -107,6 +111,15 @@ type containerData struct {
 	// --mount) after Verb, before Argv: a fixed text (Runtime.hostsBind).
 	HostsBind string
 	Argv      []string
+	// Readiness is the container's readiness probe, PreStop its preStop
+	// hook; nil for none.
+	Readiness, PreStop *probeData
+}
+
+// probeData is one probe of a container (sluice_probe).
+type probeData struct {
+	*Probe
+	Exec *containerData // an exec probe's command, run as a container's
 }
 
 func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
@@ -137,7 +150,7 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		NeedsUser: opts.Runtime == RuntimeCharliecloud,
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
-		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""),
+		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""), TimeSuffix: TimeFile(""), ReadySuffix: ReadyFile(""),
 		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
 	hostsBind := ""
@@ -150,11 +163,22 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 	}
 	for i := range job.Init {
 		d.Init = append(d.Init, newContainerData(job, &job.Init[i], opts, hostsBind))
-		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name))
+		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Init[i].Name), TimeFile(job.Init[i].Name))
 	}
 	for i := range job.Containers {
-		d.Containers = append(d.Containers, newContainerData(job, &job.Containers[i], opts, hostsBind))
-		d.ExitFiles = append(d.ExitFiles, ExitFile(job.Containers[i].Name))
+		c := &job.Containers[i]
+		cd := newContainerData(job, c, opts, hostsBind)
+		d.ExitFiles = append(d.ExitFiles, ExitFile(c.Name), TimeFile(c.Name))
+		if c.Readiness != nil {
+			cd.Readiness = newProbeData(job, c, c.Readiness, opts, hostsBind)
+			d.Probes = true
+			d.ExitFiles = append(d.ExitFiles, ReadyFile(c.Name))
+		}
+		if c.PreStop != nil {
+			cd.PreStop = newProbeData(job, c, c.PreStop, opts, hostsBind)
+			d.Probes, d.PreStop = true, true
+		}
+		d.Containers = append(d.Containers, cd)
 	}
 	return d, nil
 }
@@ -175,6 +199,20 @@ func newContainerData(job *Job, c *Container, opts ScriptOptions, hostsBind stri
 	}
 	if opts.Runtime == RuntimeNone {
 		d.Dir = c.WorkingDir
+	}
+	return d
+}
+
+// newProbeData is probe p of container c; an exec probe's command runs
+// in c's image, with c's environment and binds, without mpiexec.
+func newProbeData(job *Job, c *Container, p *Probe, opts ScriptOptions, hostsBind string) *probeData {
+	d := &probeData{Probe: p}
+	if p.Kind == ProbeExec {
+		pc := *c
+		pc.Command, pc.Args = p.Command, nil
+		cd := newContainerData(job, &pc, opts, hostsBind)
+		cd.MPI, cd.MPIFlags = false, nil
+		d.Exec = &cd
 	}
 	return d
 }
@@ -200,6 +238,12 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 		for i := range cs {
 			if err := opts.Runtime.checkContainer(&cs[i]); err != nil {
 				return err
+			}
+			if err := cs[i].Readiness.check(); err != nil {
+				return fmt.Errorf("container %s: readiness probe: %w", cs[i].Name, err)
+			}
+			if err := cs[i].PreStop.check(); err != nil {
+				return fmt.Errorf("container %s: preStop hook: %w", cs[i].Name, err)
 			}
 			if seen[cs[i].Name] {
 				return fmt.Errorf("container name %q is used twice", cs[i].Name)

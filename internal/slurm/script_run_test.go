@@ -178,6 +178,7 @@ func TestScriptRunsContainers(t *testing.T) {
 			wantLog(t, dir, "second", "$(id) $$")
 			for _, name := range []string{"init", "first", "second"} {
 				wantFile(t, dir, ExitFile(name), "0\n")
+				wantTimes(t, dir, name)
 			}
 			wantFile(t, dir, jobIDFile, "4242\n")
 			wantFile(t, dir, jobExit, "0\n")
@@ -188,6 +189,17 @@ func TestScriptRunsContainers(t *testing.T) {
 				t.Logf("job.out:\n%s", readFile(t, dir, jobOut))
 			}
 		})
+	}
+}
+
+// wantTimes checks the time file of a container that ran: a start and a
+// finish time, in order, within a minute of now.
+func wantTimes(t *testing.T, dir, container string) {
+	t.Helper()
+	text := readFile(t, dir, TimeFile(container))
+	got, err := parseTimes(strings.TrimSuffix(text, "\n"))
+	if err != nil || got.end.IsZero() || time.Since(got.start) > time.Minute || time.Since(got.start) < -time.Second {
+		t.Errorf("%s = %q (%v); want its start and finish times", TimeFile(container), text, err)
 	}
 }
 
@@ -205,6 +217,7 @@ func TestScriptStopsAtFailingInit(t *testing.T) {
 			wantLog(t, dir, "two", "two")
 			wantNoFile(t, dir, ExitFile("three"))
 			wantNoFile(t, dir, LogFile("three"))
+			wantNoFile(t, dir, TimeFile("three"))
 			wantNoFile(t, dir, ExitFile("main"))
 			wantFile(t, dir, jobExit, "3\n")
 			if out := readFile(t, dir, jobOut); !strings.Contains(out, "init container two failed with exit code 3") {

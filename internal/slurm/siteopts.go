@@ -36,6 +36,9 @@ type SiteOptions struct {
 	// RuntimeOptions go to every apptainer exec or run, or enroot start,
 	// before the pod's.
 	RuntimeOptions []string
+	// Probes runs the containers' readiness probes in the job
+	// (EnableProbes).
+	Probes bool
 }
 
 // Flavor is a flavor made ready for jobs.
@@ -58,7 +61,7 @@ func NewSiteOptions(s config.Site) (SiteOptions, error) {
 	p := s.Plugin
 	o := SiteOptions{
 		DefaultFlavor: p.DefaultFlavor, CommandPrefix: p.CommandPrefix, Shell: p.BashPath,
-		NoPodData: !p.ExportsPodData(), ImagePrefix: p.ImageRoot(),
+		NoPodData: !p.ExportsPodData(), ImagePrefix: p.ImageRoot(), Probes: p.EnableProbes,
 	}
 	var errs []error
 	rt := Runtime(s.ContainerRuntime)

@@ -41,9 +41,16 @@ type Status struct {
 
 // ContainerStatus is the result of one container, read from the job directory.
 type ContainerStatus struct {
-	Started  bool // it has a log
+	Started  bool // it has a log or a time file
 	Finished bool // it has an exit code
 	ExitCode int
+	// StartedAt and FinishedAt are the container's own times, as its job
+	// wrote them on the node's clock (TimeFile); zero when not written
+	// (a job of an older sluice, or a file that did not read).
+	StartedAt, FinishedAt time.Time
+	// Ready is what the container's readiness probe last said (ReadyFile);
+	// nil for a container without one.
+	Ready *bool
 }
 
 // Status reports the state of jobs, keyed by pod UID. It asks squeue once

@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -233,7 +234,12 @@ func TestScanWithRealFind(t *testing.T) {
 	write("lab-a/main.exit.tmp", "9\n")
 	write("lab-a/volumes/v/deep.exit", "7\n")
 	write("lab-a/weird name.exit", "8\n")
+	write("lab-a/main.time", "1764700000 1764700005\n")
+	write("lab-a/side.time", "junk\n1764700001\n")
+	write("lab-a/side.ready", "1\n")
+	write("lab-a/main.ready", "7\n")
 	write("lab-b/init.exit", "0\n")
+	write("lab-b/init.time", "1764700000 1764699999\n") // ends before it starts
 	write("lab-other/main.exit", "5\n")
 	out, err := (&site.Local{}).Run(context.Background(), nil,
 		scanCmd(root, []string{"lab-a", "lab-b", "lab-missing"})...)
@@ -242,8 +248,8 @@ func TestScanWithRealFind(t *testing.T) {
 	}
 	got := parseScan(out, root)
 	want := map[string]string{
-		root + "/lab-a": "map[main:{true true 3} side:{true false 0}] 3",
-		root + "/lab-b": "map[init:{true true 0}] -",
+		root + "/lab-a": "main:started,finished,3,1764700000,1764700005,- side:started,running,0,1764700001,-,ready 3",
+		root + "/lab-b": "init:started,finished,0,-,-,- -",
 	}
 	if len(got) != len(want) {
 		t.Errorf("scan found %d directories; want %d:\n%s", len(got), len(want), out)
@@ -258,8 +264,37 @@ func TestScanWithRealFind(t *testing.T) {
 		if code, ok := d.exits[jobName]; ok {
 			job = fmt.Sprint(code)
 		}
-		if g := fmt.Sprintf("%v %s", d.containers(), job); g != w {
+		if g := containersText(d.containers()) + " " + job; g != w {
 			t.Errorf("scan of %s = %s; want %s", dir, g, w)
 		}
 	}
+}
+
+// containersText writes container results in name order, one word each:
+// "<name>:started|waiting,finished|running,<code>,<start>,<end>,<ready>",
+// times in seconds since the epoch or "-", ready "-" when not known.
+func containersText(cs map[string]ContainerStatus) string {
+	unix := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return fmt.Sprint(t.Unix())
+	}
+	var words []string
+	for _, name := range slices.Sorted(maps.Keys(cs)) {
+		c := cs[name]
+		started, finished := "waiting", "running"
+		if c.Started {
+			started = "started"
+		}
+		if c.Finished {
+			finished = "finished"
+		}
+		ready := "-"
+		if c.Ready != nil {
+			ready = map[bool]string{true: "ready", false: "unready"}[*c.Ready]
+		}
+		words = append(words, fmt.Sprintf("%s:%s,%s,%d,%s,%s,%s", name, started, finished, c.ExitCode, unix(c.StartedAt), unix(c.FinishedAt), ready))
+	}
+	return strings.Join(words, " ")
 }

@@ -94,8 +94,8 @@ func TestPodRunsAsJobWithLogsAndEvents(t *testing.T) {
 	t.Logf("events: %q", e.events(pod))
 }
 
-// containerRunning: the container has started (its log exists); a pod is
-// Running as soon as its job is, before the container starts.
+// containerRunning: the container has started (its log or time file
+// exists).
 func containerRunning(p *corev1.Pod) bool {
 	return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil
 }

@@ -76,7 +76,8 @@ sluice_term() {
 # sluice_run NAME ENV_FILE DIR COMMAND... runs one container: COMMAND, in its
 # own process group, with the variables of ENV_FILE (when not empty) and in
 # DIR (when not empty). Its output (stdout and stderr) goes to NAME.log, each
-# line stamped with the UTC time; its exit code goes to NAME.exit. When
+# line stamped with the UTC time; its start and finish times to NAME.time
+# (sluice_stamp), then its exit code to NAME.exit. When
 # COMMAND ends, what it left running in its group is killed, as a container's
 # processes end with it.
 sluice_run() {
@@ -99,6 +100,8 @@ sluice_run() {
 		exec awk '{ print strftime("%Y-%m-%dT%H:%M:%SZ") " " $0; fflush() }'
 	) <"$sluice_fifo" >>"$sluice_dir/$sluice_name.log" &
 	sluice_log=$!
+	sluice_stamp "$sluice_name"
+	sluice_started=${sluice_now:-}
 	(
 		if [ -n "$sluice_cd" ]; then
 			cd "$sluice_cd" || exit 1
@@ -117,8 +120,22 @@ sluice_run() {
 	kill -s KILL -- "-$sluice_child" 2>/dev/null
 	sluice_wait "$sluice_log"
 	rm -f "$sluice_fifo"
+	if [ -n "$sluice_started" ]; then
+		sluice_stamp "$sluice_name" "$sluice_started"
+	fi
 	sluice_put "$sluice_dir/$sluice_name.exit" "$sluice_status"
 	return "$sluice_status"
+}
+# sluice_stamp NAME [START] writes NAME.time: the container's start time
+# (date +%s) when it starts, then START and its finish time when it ends,
+# before its exit file. Without a clock reading it writes nothing.
+sluice_stamp() {
+	sluice_now=$(date +%s) || return 0
+	if [ -n "${2:-}" ]; then
+		sluice_put "$sluice_dir/$1.time" "$2 $sluice_now"
+	else
+		sluice_put "$sluice_dir/$1.time" "$sluice_now"
+	fi
 }
 
 # sluice_start NAME ... starts a container (see sluice_run) in the background.
@@ -340,7 +357,7 @@ cd "$sluice_dir" || exit 1
 trap sluice_exit EXIT
 trap sluice_forward TERM INT
 # A requeued job runs again: the exit codes of its last run are gone.
-rm -f -- job.exit hello.exit
+rm -f -- job.exit hello.exit hello.time
 if [ -n "${SLURM_JOB_ID:-}" ]; then
 	sluice_put "$sluice_dir/job.id" "$SLURM_JOB_ID"
 fi

@@ -1,0 +1,316 @@
+#!/bin/sh
+#SBATCH --job-name=0a1b2c3d-0000-4000-8000-000000000001
+#SBATCH --output=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
+#SBATCH --error=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
+#SBATCH --chdir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
+#SBATCH --comment=default/hello
+
+# Rendered by sluice: the batch script of pod
+# default/hello
+# (uid 0a1b2c3d-0000-4000-8000-000000000001).
+# Every file it writes is in the job directory: see internal/slurm/layout.go.
+# shellcheck disable=SC2016 # the containers' arguments are literal: '$' in them stays '$'
+
+sluice_dir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
+sluice_tmp=
+sluice_pids=
+sluice_stop=
+
+# sluice_put FILE VALUE writes VALUE to FILE through a temporary file, so that
+# a reader never sees a partial file.
+sluice_put() {
+	printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"
+}
+
+# sluice_fail CODE MESSAGE ends the job with CODE.
+sluice_fail() {
+	echo "sluice: $2" >&2
+	exit "$1"
+}
+
+# sluice_exit runs when the script ends, however it ends short of SIGKILL: it
+# writes the exit code to job.exit, last.
+# shellcheck disable=SC2317 # called by trap
+sluice_exit() {
+	sluice_code=$?
+	if [ -n "$sluice_tmp" ]; then
+		rm -rf "$sluice_tmp"
+	fi
+	sluice_put "$sluice_dir/job.exit" "$sluice_code"
+	exit "$sluice_code"
+}
+
+# sluice_forward passes SIGTERM and SIGINT on to the running containers, as
+# SIGTERM: a non-interactive shell starts background commands with SIGINT
+# ignored.
+# shellcheck disable=SC2317 # called by trap
+sluice_forward() {
+	sluice_pre_stop
+	sluice_stop=1
+	for sluice_pid in $sluice_pids; do
+		kill -s TERM "$sluice_pid" 2>/dev/null
+	done
+}
+
+# sluice_wait PID waits for PID across the signals trapped meanwhile and
+# leaves its exit code in sluice_code.
+sluice_wait() {
+	while :; do
+		wait "$1"
+		sluice_code=$?
+		if [ "$sluice_code" -le 128 ] || ! kill -0 "$1" 2>/dev/null; then
+			return 0
+		fi
+	done
+}
+
+# sluice_term passes SIGTERM on to a container's main process, as Kubernetes
+# does; the rest of its process group is killed when that process ends.
+# shellcheck disable=SC2317 # called by trap
+sluice_term() {
+	if [ -n "$sluice_child" ]; then
+		kill -s TERM "$sluice_child" 2>/dev/null
+	fi
+}
+
+# sluice_run NAME ENV_FILE DIR COMMAND... runs one container: COMMAND, in its
+# own process group, with the variables of ENV_FILE (when not empty) and in
+# DIR (when not empty). Its output (stdout and stderr) goes to NAME.log, each
+# line stamped with the UTC time; its start and finish times to NAME.time
+# (sluice_stamp), then its exit code to NAME.exit. When
+# COMMAND ends, what it left running in its group is killed, as a container's
+# processes end with it.
+sluice_run() {
+	sluice_child=
+	trap sluice_term TERM
+	sluice_name=$1 sluice_env=$2 sluice_cd=$3
+	shift 3
+	set -- "$sluice_setsid" "$@"
+	sluice_fifo=$sluice_tmp/$sluice_name
+	if ! mkfifo -m 600 "$sluice_fifo"; then
+		sluice_put "$sluice_dir/$sluice_name.exit" 1
+		return 1
+	fi
+	# The stamping awk ignores SIGTERM: it ends when the output does, so
+	# that no line is lost when the job is cancelled.
+	(
+		trap '' TERM INT
+		TZ=UTC
+		export TZ
+		exec awk '{ print strftime("%Y-%m-%dT%H:%M:%SZ") " " $0; fflush() }'
+	) <"$sluice_fifo" >>"$sluice_dir/$sluice_name.log" &
+	sluice_log=$!
+	sluice_stamp "$sluice_name"
+	sluice_started=${sluice_now:-}
+	(
+		if [ -n "$sluice_cd" ]; then
+			cd "$sluice_cd" || exit 1
+		fi
+		if [ -n "$sluice_env" ]; then
+			set -a
+			# shellcheck source=/dev/null
+			. "$sluice_env"
+			set +a
+		fi
+		exec "$@"
+	) >"$sluice_fifo" 2>&1 &
+	sluice_child=$!
+	sluice_wait "$sluice_child"
+	sluice_status=$sluice_code
+	kill -s KILL -- "-$sluice_child" 2>/dev/null
+	sluice_wait "$sluice_log"
+	rm -f "$sluice_fifo"
+	if [ -n "$sluice_started" ]; then
+		sluice_stamp "$sluice_name" "$sluice_started"
+	fi
+	sluice_put "$sluice_dir/$sluice_name.exit" "$sluice_status"
+	return "$sluice_status"
+}
+# sluice_stamp NAME [START] writes NAME.time: the container's start time
+# (date +%s) when it starts, then START and its finish time when it ends,
+# before its exit file. Without a clock reading it writes nothing.
+sluice_stamp() {
+	sluice_now=$(date +%s) || return 0
+	if [ -n "${2:-}" ]; then
+		sluice_put "$sluice_dir/$1.time" "$2 $sluice_now"
+	else
+		sluice_put "$sluice_dir/$1.time" "$sluice_now"
+	fi
+}
+# sluice_probe NAME DELAY PERIOD TIMEOUT SUCCESS FAILURE CHECK... runs CHECK
+# every PERIOD seconds, from DELAY seconds on, each within TIMEOUT seconds,
+# until NAME.exit appears or the job's shell ends. It writes 1 to
+# NAME.ready once SUCCESS checks in a row passed, 0 once FAILURE checks
+# in a row failed.
+# shellcheck disable=SC2317 # called through sluice_probe or sluice_hook
+sluice_probe() {
+	sluice_pname=$1 sluice_period=$3 sluice_timeout=$4 sluice_success=$5 sluice_failure=$6
+	sleep "$2"
+	shift 6
+	sluice_ok=0 sluice_bad=0 sluice_ready=0
+	while [ ! -e "$sluice_dir/$sluice_pname.exit" ] && kill -0 "$$" 2>/dev/null; do
+		if sluice_check "$@"; then
+			sluice_ok=$((sluice_ok + 1)) sluice_bad=0
+			if [ "$sluice_ok" -ge "$sluice_success" ] && [ "$sluice_ready" != 1 ]; then
+				sluice_ready=1
+				sluice_put "$sluice_dir/$sluice_pname.ready" 1
+			fi
+		else
+			sluice_bad=$((sluice_bad + 1)) sluice_ok=0
+			if [ "$sluice_bad" -ge "$sluice_failure" ] && [ "$sluice_ready" != 0 ]; then
+				sluice_ready=0
+				sluice_put "$sluice_dir/$sluice_pname.ready" 0
+			fi
+		fi
+		sleep "$sluice_period"
+	done
+}
+
+# sluice_check CHECK... runs CHECK, in a session of its own, and kills that
+# session after sluice_timeout seconds: it fails then.
+# shellcheck disable=SC2317 # called through sluice_probe or sluice_hook
+sluice_check() {
+	"$@" </dev/null >/dev/null 2>&1 &
+	sluice_cpid=$!
+	(
+		sleep "$sluice_timeout"
+		kill -s KILL -- "-$sluice_cpid" "$sluice_cpid" 2>/dev/null
+	) &
+	sluice_timer=$!
+	wait "$sluice_cpid"
+	sluice_ccode=$?
+	kill -s KILL "$sluice_timer" 2>/dev/null
+	return "$sluice_ccode"
+}
+
+# sluice_check_exec NAME ENV_FILE DIR COMMAND... runs an exec probe's
+# COMMAND as sluice_run runs a container's.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_check_exec() {
+	sluice_env=$2 sluice_cd=$3
+	shift 3
+	if [ -n "$sluice_cd" ]; then
+		cd "$sluice_cd" || exit 1
+	fi
+	if [ -n "$sluice_env" ]; then
+		set -a
+		# shellcheck source=/dev/null
+		. "$sluice_env"
+		set +a
+	fi
+	exec "$sluice_setsid" "$@"
+}
+
+# sluice_check_http URL [-H HEADER]... asks for URL with curl, else wget:
+# a status from 200 to 399 passes. Certificates are checked.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_check_http() {
+	sluice_url=$1
+	shift
+	if command -v curl >/dev/null 2>&1; then
+		exec "$sluice_setsid" curl -fsS -o /dev/null "$@" -- "$sluice_url"
+	fi
+	sluice_n=$#
+	while [ "$sluice_n" -gt 0 ]; do
+		set -- "$@" "--header=$2"
+		shift 2
+		sluice_n=$((sluice_n - 2))
+	done
+	exec "$sluice_setsid" wget -q -O /dev/null "$@" -- "$sluice_url"
+}
+
+# sluice_check_tcp HOST PORT connects to HOST:PORT with bash, else nc -z.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_check_tcp() {
+	if command -v bash >/dev/null 2>&1; then
+		exec "$sluice_setsid" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$1" "$2"
+	fi
+	exec "$sluice_setsid" nc -z "$1" "$2"
+}
+# sluice_pre_stop runs the containers' preStop hooks, once, together, each
+# within the pod's grace period, and returns when they have ended: the
+# containers are stopped after them.
+# shellcheck disable=SC2317 # called by trap
+sluice_pre_stop() {
+	if [ -n "$sluice_pre_stopped" ]; then
+		return 0
+	fi
+	sluice_pre_stopped=1
+	sluice_hooks=
+	sluice_hook web 20 sluice_check_exec web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/web '' "$sluice_runtime" busybox -- sh -c 'kill -USR1 1; sleep 3' &
+	sluice_hooks="$sluice_hooks $!"
+	sluice_hook db 20 sluice_check_http http://127.0.0.1:5433/quit &
+	sluice_hooks="$sluice_hooks $!"
+	for sluice_hook_pid in $sluice_hooks; do
+		wait "$sluice_hook_pid"
+	done
+}
+
+# sluice_hook NAME TIMEOUT CHECK... runs a container's hook and says in the
+# job's output how it ended.
+# shellcheck disable=SC2317 # called by sluice_pre_stop
+sluice_hook() {
+	sluice_hname=$1 sluice_timeout=$2
+	shift 2
+	if sluice_check "$@"; then
+		echo "sluice: preStop hook of container $sluice_hname ran"
+	else
+		echo "sluice: preStop hook of container $sluice_hname failed with exit code $sluice_ccode"
+	fi
+}
+
+# sluice_start NAME ... starts a container (see sluice_run) in the background.
+sluice_start() {
+	if [ -z "$sluice_stop" ]; then
+		sluice_run "$@" &
+		sluice_pids="$sluice_pids $!"
+	fi
+}
+
+cd "$sluice_dir" || exit 1
+trap sluice_exit EXIT
+trap sluice_forward TERM INT
+# A requeued job runs again: the exit codes of its last run are gone.
+rm -f -- job.exit web.exit web.time web.ready checked.exit checked.time checked.ready db.exit db.time db.ready hello.exit hello.time
+if [ -n "${SLURM_JOB_ID:-}" ]; then
+	sluice_put "$sluice_dir/job.id" "$SLURM_JOB_ID"
+fi
+for sluice_tool in awk mkfifo mktemp setsid; do
+	command -v "$sluice_tool" >/dev/null || sluice_fail 127 "$sluice_tool not found in PATH"
+done
+sluice_setsid=$(command -v setsid)
+sluice_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice.XXXXXX") || sluice_fail 1 "cannot make a temporary directory"
+
+sluice_runtime=$(command -v ch-run) || sluice_fail 127 "ch-run not found in PATH"
+# ch-run needs USER.
+if [ -z "${USER:-}" ]; then
+	USER=$(id -un) || sluice_fail 1 "cannot tell the user name"
+	export USER
+fi
+sluice_pre_stopped=
+
+# Containers with a readiness probe are not ready until it passes.
+sluice_put "$sluice_dir/web.ready" 0
+sluice_put "$sluice_dir/checked.ready" 0
+sluice_put "$sluice_dir/db.ready" 0
+
+# Containers, all together.
+sluice_start web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/web '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
+sluice_start checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
+sluice_start db /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/db '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
+sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
+# Readiness probes, beside their containers.
+sluice_probe web 2 3 1 1 3 sluice_check_http 'http://127.0.0.1:8080/healthz?who='\''me'\''&x=$(id)' -H 'X-Probe: it'\''s "$HOME"' &
+sluice_probe checked 0 1 2 2 1 sluice_check_exec checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" busybox -- sh -c 'test -e "$HOME/ready" && echo '\''$x'\''' &
+sluice_probe db 0 5 1 1 3 sluice_check_tcp db.example.org 5432 &
+sluice_result=0
+for sluice_pid in $sluice_pids; do
+	sluice_wait "$sluice_pid"
+	if [ "$sluice_result" -eq 0 ]; then
+		sluice_result=$sluice_code
+	fi
+done
+if [ "$sluice_result" -eq 0 ] && [ -n "$sluice_stop" ]; then
+	sluice_result=143
+fi
+exit "$sluice_result"
