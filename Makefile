@@ -16,7 +16,7 @@ VERSION ?=
 ## end-to-end tests of sluice-vk against the rig's API server and Slurm.
 test: rig-up vet lint helm
 	$(GO) test -race -tags rig -count=1 -p 1 -timeout 30m $(PKGS)
-	$(GO) test -tags e2e -count=1 -timeout 30m ./test/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 40m -v ./test/e2e/
 
 ## e2e: the end-to-end tests alone (the rig must be up).
 e2e:
