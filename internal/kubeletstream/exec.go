@@ -46,7 +46,8 @@ func (s *Server) Exec(ctx context.Context, namespace, pod, container string, cmd
 	if !ok {
 		return fmt.Errorf("exec: pod %s/%s has no container %q in its job", namespace, pod, container)
 	}
-	argv, err := s.Runtime.ExecArgv(c, cmd, slurm.ExecOptions{JobID: job.Ref.JobID, Host: job.Host, JobDir: job.Ref.Dir, TTY: attach.TTY()})
+	argv, err := s.Runtime.ExecArgv(c, cmd, slurm.ExecOptions{JobID: job.Ref.JobID, Host: job.Host, JobDir: job.Ref.Dir, TTY: attach.TTY(),
+		Site: s.Site, RuntimeOptions: job.RuntimeOptions})
 	if err != nil {
 		return err
 	}

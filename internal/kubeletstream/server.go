@@ -24,6 +24,9 @@ type Server struct {
 	// Runtime is the site's container runtime, the way exec enters a
 	// container.
 	Runtime slurm.Runtime
+	// Site gives exec the runtime's program and the site's apptainer
+	// options, as the jobs have them. The zero value has none.
+	Site slurm.SiteOptions
 	// Limits bound the sessions open at once; see Sessions.
 	Limits Limits
 	// Logger. If nil, slog.Default().

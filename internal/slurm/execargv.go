@@ -3,6 +3,7 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/hostname"
@@ -48,13 +49,21 @@ type ExecOptions struct {
 	JobDir string
 	// TTY asks srun for a pseudo-terminal (--pty).
 	TTY bool
+	// Site gives the runtime's program (RuntimePath) and the site's
+	// apptainer options, as the job's command lines have them.
+	Site SiteOptions
+	// RuntimeOptions are the pod's apptainer options and binds
+	// (Job.RuntimeOptions), given after the site's.
+	RuntimeOptions []string
 }
 
 // ExecArgv is the command line, run on the login node, that runs cmd in
 // container c of a running job: srun into the job's allocation on its batch
 // host (--overlap, one task), the container's environment, and the
 // runtime's way into the container's image with its mounts and working
-// directory (RuntimeNone: the working directory, else the job directory).
+// directory (RuntimeNone: the working directory, else the job directory),
+// and apptainer's program and options as the job's own command lines have
+// them (o.Site, o.RuntimeOptions).
 // Each word of it is to be quoted (site.Join); none is read by a shell on
 // the way except the fixed execScript.
 func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, error) {
@@ -72,6 +81,13 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	}
 	if err := r.checkContainer(&c); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
+	}
+	rtOpts := append(slices.Clip(o.Site.RuntimeOptions), o.RuntimeOptions...)
+	if len(rtOpts) > 0 && !r.apptainer() {
+		return nil, fmt.Errorf("exec: apptainer options under the %s runtime", r)
+	}
+	if _, err := checkApptainerWords(rtOpts, optionsFromSite); err != nil {
+		return nil, fmt.Errorf("exec: apptainer options: %w", err)
 	}
 	argv := []string{"srun", "--jobid=" + string(o.JobID), "--overlap", "--nodelist=" + o.Host,
 		"--nodes=1", "--ntasks=1", "--quiet"}
@@ -93,11 +109,11 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	}
 	argv = append(argv, "--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir, hosts)
 	if b := r.Binary(); b != "" {
+		if o.Site.RuntimePath != "" {
+			b = o.Site.RuntimePath
+		}
 		argv = append(argv, b)
 	}
 	c.Command, c.Args = cmd, nil
-	// The site's and the pod's apptainer options (interLink's
-	// SingularityDefaultOptions, singularity-options) are not given to
-	// exec yet: the job's own command lines have them.
-	return append(argv, r.argv(&c, o.JobDir, nil)...), nil
+	return append(argv, r.argv(&c, o.JobDir, rtOpts)...), nil
 }
