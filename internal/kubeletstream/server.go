@@ -27,6 +27,9 @@ type Server struct {
 	// Site gives exec the runtime's program and the site's apptainer
 	// options, as the jobs have them. The zero value has none.
 	Site slurm.SiteOptions
+	// Output follows the containers' output, for attach. If nil, attach
+	// answers errNoAttach.
+	Output Output
 	// Limits bound the sessions open at once; see Sessions.
 	Limits Limits
 	// Logger. If nil, slog.Default().

@@ -17,13 +17,14 @@ import (
 // streamServer is the site's end of kubectl port-forward, exec and attach.
 // Without Network.SSH.NodeKnownHostsFile (or with local site access) it has
 // no connections, and port-forward answers an error saying what to set.
-func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger) (*kubeletstream.Server, error) {
+func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstream.Output, log *slog.Logger) (*kubeletstream.Server, error) {
 	site, err := slurm.NewSiteOptions(cfg.Site)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API streams: %w", err)
 	}
 	s := &kubeletstream.Server{
 		Jobs:    jobs,
+		Output:  output,
 		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime),
 		Site:    site,
 		Limits:  kubeletstream.Limits{PerPod: cfg.Node.KubeletAPI.MaxSessionsPerPod, PerNode: cfg.Node.KubeletAPI.MaxSessionsPerNode},
