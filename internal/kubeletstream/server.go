@@ -21,6 +21,9 @@ type Server struct {
 	// Conns reaches the nodes. If nil, port-forward answers
 	// ErrNoNodeHostKeys.
 	Conns *Conns
+	// Srun carries port-forward streams with srun, over Conns' login
+	// node. If nil, they go through the node's sshd (Conns.Node).
+	Srun *SrunCarrier
 	// Runtime is the site's container runtime, the way exec enters a
 	// container.
 	Runtime slurm.Runtime

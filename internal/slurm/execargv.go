@@ -73,11 +73,9 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	if _, err := checkArgv(cmd); err != nil {
 		return nil, fmt.Errorf("exec: command: %w", err)
 	}
-	if o.JobID == "" || strings.ContainsFunc(string(o.JobID), func(r rune) bool { return r < '0' || r > '9' }) {
-		return nil, fmt.Errorf("exec: job id %q is not a number", o.JobID)
-	}
-	if err := hostname.CheckHost(o.Host); err != nil {
-		return nil, fmt.Errorf("exec: batch host: %w", err)
+	argv, err := stepArgv(o.JobID, o.Host)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
 	}
 	if err := r.checkContainer(&c); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
@@ -89,8 +87,6 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	if _, err := checkApptainerWords(rtOpts, optionsFromSite); err != nil {
 		return nil, fmt.Errorf("exec: apptainer options: %w", err)
 	}
-	argv := []string{"srun", "--jobid=" + string(o.JobID), "--overlap", "--nodelist=" + o.Host,
-		"--nodes=1", "--ntasks=1", "--quiet"}
 	if o.TTY {
 		argv = append(argv, "--pty")
 	} else {
@@ -116,4 +112,17 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	}
 	c.Command, c.Args = cmd, nil
 	return append(argv, r.argv(&c, o.JobDir, rtOpts)...), nil
+}
+
+// stepArgv is the start of the srun command line of a step in a running
+// job, on its batch host: one task, beside the job's own steps.
+func stepArgv(job JobID, host string) ([]string, error) {
+	if job == "" || strings.ContainsFunc(string(job), func(r rune) bool { return r < '0' || r > '9' }) {
+		return nil, fmt.Errorf("job id %q is not a number", job)
+	}
+	if err := hostname.CheckHost(host); err != nil {
+		return nil, fmt.Errorf("batch host: %w", err)
+	}
+	return []string{"srun", "--jobid=" + string(job), "--overlap", "--nodelist=" + host,
+		"--nodes=1", "--ntasks=1", "--quiet"}, nil
 }

@@ -1,6 +1,7 @@
 package vk
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,8 +17,10 @@ import (
 
 // streamServer is the site's end of kubectl port-forward, exec and attach.
 // Without Network.SSH.NodeKnownHostsFile (or with local site access) it has
-// no connections, and port-forward answers an error saying what to set.
-func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstream.Output, log *slog.Logger) (*kubeletstream.Server, error) {
+// no connections, and port-forward answers an error saying what to set;
+// with Reverse.NodeExec srun port-forward goes through srun (relay places
+// the relay binary it runs) and needs no node host keys.
+func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstream.Output, relay func(context.Context) (string, error), log *slog.Logger) (*kubeletstream.Server, error) {
 	site, err := slurm.NewSiteOptions(cfg.Site)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API streams: %w", err)
@@ -31,7 +34,8 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 		Logger:  log,
 	}
 	h := cfg.Network.SSH
-	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" || h.Auth != "publickey" {
+	bySrun := h.Reverse.NodeExec == "srun"
+	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" && !bySrun || h.Auth != "publickey" {
 		return s, nil
 	}
 	signer, err := sshx.Signer(h.KeyFile)
@@ -44,9 +48,11 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 	} else if loginKeys, err = sshx.HostKeys(h.KnownHostsFile); err != nil {
 		return nil, fmt.Errorf("kubelet API streams: Network.SSH.KnownHostsFile: %w", err)
 	}
-	nodeKeys, err := sshx.HostKeys(h.NodeKnownHostsFile)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet API streams: Network.SSH.NodeKnownHostsFile: %w", err)
+	nodeKeys := refuseNodeKeys
+	if h.NodeKnownHostsFile != "" {
+		if nodeKeys, err = sshx.HostKeys(h.NodeKnownHostsFile); err != nil {
+			return nil, fmt.Errorf("kubelet API streams: Network.SSH.NodeKnownHostsFile: %w", err)
+		}
 	}
 	s.Conns = &kubeletstream.Conns{
 		Hop: &tunnel.Hop{
@@ -58,5 +64,14 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 		},
 		Logger: log,
 	}
+	if bySrun {
+		s.Srun = &kubeletstream.SrunCarrier{Relay: relay}
+	}
 	return s, nil
+}
+
+// refuseNodeKeys refuses every compute node's host key: the node hop of a
+// site whose streams go through srun, without pinned node keys.
+func refuseNodeKeys(hostname string, _ net.Addr, _ ssh.PublicKey) error {
+	return fmt.Errorf("node %s: no pinned node host keys (Network.SSH.NodeKnownHostsFile is empty)", hostname)
 }
