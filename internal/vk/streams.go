@@ -18,8 +18,8 @@ import (
 // streamServer is the site's end of kubectl port-forward, exec and attach.
 // Without Network.SSH.NodeKnownHostsFile (or with local site access) it has
 // no connections, and port-forward answers an error saying what to set;
-// with Reverse.NodeExec srun port-forward goes through srun (relay places
-// the relay binary it runs) and needs no node host keys.
+// with Reverse.NodeExec srun and no node host keys port-forward goes
+// through srun (relay places the relay binary it runs).
 func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstream.Output, relay func(context.Context) (string, error), log *slog.Logger) (*kubeletstream.Server, error) {
 	site, err := slurm.NewSiteOptions(cfg.Site)
 	if err != nil {
@@ -34,7 +34,10 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 		Logger:  log,
 	}
 	h := cfg.Network.SSH
-	bySrun := h.Reverse.NodeExec == "srun"
+	// srun carries port-forward only where the node hop cannot: with node
+	// host keys the streams keep the node's sshd (srun does not yet carry
+	// 16 streams at once).
+	bySrun := h.Reverse.NodeExec == "srun" && h.NodeKnownHostsFile == ""
 	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" && !bySrun || h.Auth != "publickey" {
 		return s, nil
 	}
