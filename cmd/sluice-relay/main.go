@@ -4,7 +4,13 @@
 // <dir>/rev-<port>.sock, closing everyone else's.
 //
 //	sluice-relay --addr 127.4.5.6 --dir /tmp/sluice/<pod uid> --ports 9000,6379 --parent-pid $$ [--uid N]
+//	sluice-relay --connect 127.0.0.1:PORT
 //	sluice-relay --version
+//
+// With --connect it joins its standard input and output to a connection
+// to that loopback address, until the far side ended it: one stream of
+// kubectl port-forward, carried by srun into the job (Reverse.NodeExec:
+// srun).
 //
 // It binds every port before anything else and then writes
 // <dir>/rev-relay.ready. It stops when the parent process is gone, or on
@@ -18,6 +24,7 @@
 //	1  failed: the socket directory is unusable or the readiness file cannot be written
 //	2  usage: a flag is missing or malformed
 //	3  a port is taken (the message names it); nothing was served
+//	4  --connect: nothing listens at the address
 package main
 
 import (
@@ -64,6 +71,7 @@ func main() {
 	parent := flag.Int("parent-pid", 0, "pid of the job's shell; the relay stops when it is gone (0: do not watch)")
 	uid := flag.String("uid", "", "uid whose connections are passed on (default: the relay's own uid)")
 	printVersion := flag.Bool("version", false, "print the version and exit")
+	connectTo := flag.String("connect", "", "join standard input and output to a connection to this loopback address and port, then exit")
 	flag.Usage = usage
 	flag.Parse()
 	if *printVersion {
@@ -75,6 +83,20 @@ func main() {
 		return
 	}
 
+	if *connectTo != "" {
+		a, err := connectAddr(*connectTo)
+		if err == nil && (flag.NArg() > 0 || *addr != "" || *dir != "" || len(ports) > 0 || *parent != 0 || *uid != "") {
+			err = errors.New("--connect takes no other flag or argument")
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sluice-relay:", err)
+			os.Exit(exitUsage)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := connect(ctx, a, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	cfg, err := config(*addr, *dir, ports, *parent, *uid)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-relay:", err)
@@ -87,6 +109,7 @@ func main() {
 
 func usage() {
 	fmt.Fprint(flag.CommandLine.Output(), `usage: sluice-relay --addr 127.x.y.z --dir DIR --ports P[,P...] [--parent-pid PID] [--uid UID]
+       sluice-relay --connect 127.0.0.1:PORT
        sluice-relay --version
 
 Passes the connections of one user to each port on to DIR/rev-<port>.sock,
@@ -97,7 +120,7 @@ the parent is gone.
 
 Exit status: 0 stopped (parent gone, SIGTERM or SIGINT);
 1 failed (socket directory unusable, readiness file not written);
-2 usage; 3 a port is taken.
+2 usage; 3 a port is taken; 4 (--connect) nothing listens there.
 
 `)
 	flag.PrintDefaults()

@@ -23,7 +23,9 @@ import (
 const keepAlive = 15 * time.Second
 
 // Conns holds the SSH connections the streams go over: one to the login
-// node, made on first use and again after it broke, and one to each
+// node, made on first use and again after it broke; a second one for the
+// port-forward streams carried by srun (each an SSH session, kept apart
+// from exec's within the login sshd's MaxSessions); and one to each
 // compute node in use (through the login node, its host key checked
 // against the Hop's pinned keys), shared by that node's streams and closed
 // when the last of them ends.
@@ -33,9 +35,10 @@ type Conns struct {
 	// Logger. If nil, slog.Default().
 	Logger *slog.Logger
 
-	mu    sync.Mutex
-	login *ssh.Client
-	nodes map[string]*nodeConn
+	mu      sync.Mutex
+	login   *ssh.Client
+	carrier *ssh.Client
+	nodes   map[string]*nodeConn
 }
 
 // nodeConn is one compute node's connection and the streams using it.
@@ -55,28 +58,40 @@ func (c *Conns) log() *slog.Logger {
 
 // Login returns the connection to the login node, made if there is none.
 func (c *Conns) Login(ctx context.Context) (*ssh.Client, error) {
+	return c.loginConn(ctx, &c.login, "login")
+}
+
+// Carrier returns the login node connection of the srun-carried streams,
+// made if there is none.
+func (c *Conns) Carrier(ctx context.Context) (*ssh.Client, error) {
+	return c.loginConn(ctx, &c.carrier, "carrier")
+}
+
+// loginConn returns *slot, a connection to the login node, made if there
+// is none and forgotten once it broke.
+func (c *Conns) loginConn(ctx context.Context, slot **ssh.Client, name string) (*ssh.Client, error) {
 	if c.Hop == nil {
 		return nil, errors.New("kubeletstream: no hop to the site")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.login != nil {
-		return c.login, nil
+	if *slot != nil {
+		return *slot, nil
 	}
 	cl, err := c.Hop.Login(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("login node: %w", err)
 	}
-	c.login = cl
+	*slot = cl
 	go func() {
 		err := sshx.KeepAlive(context.Background(), cl, keepAlive, keepAlive)
 		c.mu.Lock()
-		if c.login == cl {
-			c.login = nil
+		if *slot == cl {
+			*slot = nil
 		}
 		c.mu.Unlock()
 		cl.Close()
-		c.log().Info("kubeletstream: login connection ended", "err", err)
+		c.log().Info("kubeletstream: login connection ended", "conn", name, "err", err)
 	}()
 	return cl, nil
 }
@@ -179,9 +194,11 @@ func (c *Conns) Close() error {
 		}
 		delete(c.nodes, host)
 	}
-	if c.login != nil {
-		c.login.Close()
-		c.login = nil
+	for _, slot := range []**ssh.Client{&c.login, &c.carrier} {
+		if *slot != nil {
+			(*slot).Close()
+			*slot = nil
+		}
 	}
 	return nil
 }

@@ -19,6 +19,13 @@ import (
 // step before it is killed.
 const stopGrace = 5 * time.Second
 
+// firstSizeWait bounds the wait for kubectl's first terminal size, which
+// travels on its own stream and may reach sluice just after the exec.
+const firstSizeWait = 2 * time.Second
+
+// defaultSize is the terminal's size when kubectl sent none in time.
+var defaultSize = api.TermSize{Width: 80, Height: 24}
+
 var _ api.ContainerExecHandlerFunc = (*Server)(nil).Exec
 
 // Exec runs cmd in container of the pod's running job: srun into the job's
@@ -39,7 +46,8 @@ func (s *Server) Exec(ctx context.Context, namespace, pod, container string, cmd
 	if !ok {
 		return fmt.Errorf("exec: pod %s/%s has no container %q in its job", namespace, pod, container)
 	}
-	argv, err := s.Runtime.ExecArgv(c, cmd, slurm.ExecOptions{JobID: job.Ref.JobID, Host: job.Host, JobDir: job.Ref.Dir, TTY: attach.TTY()})
+	argv, err := s.Runtime.ExecArgv(c, cmd, slurm.ExecOptions{JobID: job.Ref.JobID, Host: job.Host, JobDir: job.Ref.Dir, TTY: attach.TTY(),
+		Site: s.Site, RuntimeOptions: job.RuntimeOptions})
 	if err != nil {
 		return err
 	}
@@ -54,8 +62,16 @@ func (s *Server) Exec(ctx context.Context, namespace, pod, container string, cmd
 	defer sess.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := wire(sess, attach, cancel); err != nil {
-		return fmt.Errorf("exec: %w", err)
+	wire(sess, attach, cancel)
+	if attach.TTY() {
+		// srun --pty gives the step the size of its own terminal when it
+		// starts, and misses a window change that comes before its pty
+		// thread is ready for it: the first size must be the pty's own.
+		size := firstSize(ctx, attach.Resize(), firstSizeWait)
+		modes := ssh.TerminalModes{ssh.ECHO: 1, ssh.TTY_OP_ISPEED: 38400, ssh.TTY_OP_OSPEED: 38400}
+		if err := sess.RequestPty("xterm", int(size.Height), int(size.Width), modes); err != nil {
+			return fmt.Errorf("exec: pty: %w", err)
+		}
 	}
 	if err := sess.Start("exec " + site.Join(argv)); err != nil {
 		return fmt.Errorf("exec: start srun: %w", err)
@@ -79,7 +95,7 @@ var ErrNoSite = errors.New("exec needs the SSH connection to the login node and 
 
 // wire connects the session's standard streams to attach's. A failed write
 // to kubectl (it went away) cancels the exec.
-func wire(sess *ssh.Session, attach api.AttachIO, cancel context.CancelFunc) error {
+func wire(sess *ssh.Session, attach api.AttachIO, cancel context.CancelFunc) {
 	if in := attach.Stdin(); in != nil {
 		sess.Stdin = in
 	}
@@ -89,18 +105,33 @@ func wire(sess *ssh.Session, attach api.AttachIO, cancel context.CancelFunc) err
 	if errw := attach.Stderr(); errw != nil {
 		sess.Stderr = &cancelWriter{w: errw, cancel: cancel}
 	}
-	if !attach.TTY() {
-		return nil
-	}
-	modes := ssh.TerminalModes{ssh.ECHO: 1, ssh.TTY_OP_ISPEED: 38400, ssh.TTY_OP_OSPEED: 38400}
-	if err := sess.RequestPty("xterm", 24, 80, modes); err != nil {
-		return fmt.Errorf("pty: %w", err)
-	}
-	return nil
 }
 
-// resize passes each terminal size kubectl sends on to the session's pty;
-// srun --pty passes it on to the step's.
+// firstSize is the first usable terminal size kubectl sends, or
+// defaultSize when none came within wait (a client that sends no size).
+func firstSize(ctx context.Context, sizes <-chan api.TermSize, wait time.Duration) api.TermSize {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case sz, ok := <-sizes:
+			if !ok {
+				return defaultSize
+			}
+			if sz.Width > 0 && sz.Height > 0 {
+				return sz
+			}
+		case <-t.C:
+			return defaultSize
+		case <-ctx.Done():
+			return defaultSize
+		}
+	}
+}
+
+// resize passes each later terminal size kubectl sends on to the
+// session's pty; srun --pty passes it on to the step's (one that comes
+// while srun is still starting is seen at the next change).
 func resize(ctx context.Context, sess *ssh.Session, sizes <-chan api.TermSize) {
 	for {
 		select {

@@ -154,3 +154,40 @@ func TestExitResult(t *testing.T) {
 		t.Errorf("got %v; want boom wrapped", err)
 	}
 }
+
+func TestFirstSize(t *testing.T) {
+	ctx := context.Background()
+	sizes := make(chan api.TermSize, 2)
+	sizes <- api.TermSize{} // no size: skipped
+	sizes <- api.TermSize{Width: 101, Height: 33}
+	if got := firstSize(ctx, sizes, time.Second); got != (api.TermSize{Width: 101, Height: 33}) {
+		t.Errorf("got %+v; want 101x33", got)
+	}
+
+	late := make(chan api.TermSize)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		late <- api.TermSize{Width: 120, Height: 40}
+	}()
+	if got := firstSize(ctx, late, 5*time.Second); got != (api.TermSize{Width: 120, Height: 40}) {
+		t.Errorf("got %+v for a size sent after the exec began; want 120x40", got)
+	}
+
+	start := time.Now()
+	if got := firstSize(ctx, make(chan api.TermSize), 100*time.Millisecond); got != defaultSize {
+		t.Errorf("got %+v with no size sent; want the default %+v", got, defaultSize)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Errorf("waited %v for a size that never came; want about 100ms", waited)
+	}
+	closed := make(chan api.TermSize)
+	close(closed)
+	if got := firstSize(ctx, closed, time.Minute); got != defaultSize {
+		t.Errorf("got %+v from a closed queue; want the default", got)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if got := firstSize(done, nil, time.Minute); got != defaultSize {
+		t.Errorf("got %+v after the context ended; want the default", got)
+	}
+}

@@ -16,7 +16,8 @@ const dialTimeout = 30 * time.Second
 
 // PortForward carries one port-forward stream to port on the loopback of
 // the pod's batch host: a direct-tcpip channel on the node's own sshd,
-// reached through the login node. It returns when both directions ended
+// reached through the login node, or with Srun an srun step into the job
+// (forwardBySrun). It returns when both directions ended
 // (each half-closed when the other side reached EOF) or one failed; a port
 // nobody listens on is an error at once. It is virtual-kubelet's
 // api.PortForwardHandlerFunc.
@@ -30,6 +31,9 @@ func (s *Server) PortForward(ctx context.Context, namespace, pod string, port in
 	job, err := s.Jobs.RunningJob(namespace, pod)
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
+	}
+	if s.Srun != nil {
+		return s.forwardBySrun(ctx, job, port, stream)
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()

@@ -21,9 +21,18 @@ type Server struct {
 	// Conns reaches the nodes. If nil, port-forward answers
 	// ErrNoNodeHostKeys.
 	Conns *Conns
+	// Srun carries port-forward streams with srun, over Conns' login
+	// node. If nil, they go through the node's sshd (Conns.Node).
+	Srun *SrunCarrier
 	// Runtime is the site's container runtime, the way exec enters a
 	// container.
 	Runtime slurm.Runtime
+	// Site gives exec the runtime's program and the site's apptainer
+	// options, as the jobs have them. The zero value has none.
+	Site slurm.SiteOptions
+	// Output follows the containers' output, for attach. If nil, attach
+	// answers errNoAttach.
+	Output Output
 	// Limits bound the sessions open at once; see Sessions.
 	Limits Limits
 	// Logger. If nil, slog.Default().

@@ -43,9 +43,6 @@ type sessions struct {
 	total int
 }
 
-// errNoAttach answers kubectl attach, which sluice does not serve yet.
-var errNoAttach = errors.New("attach: not supported by sluice yet: read the output with kubectl logs -f, or run a shell with kubectl exec -it")
-
 // errTooMany is the refusal of a session beyond a limit.
 var errTooMany = errors.New("too many sessions")
 
@@ -121,9 +118,13 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 		if t.container != "" {
 			log = log.With("container", t.container)
 		}
-		if t.kind == "attach" {
-			log.Info("kubeletstream: session refused", "err", errNoAttach)
-			http.Error(w, errNoAttach.Error(), http.StatusNotImplemented)
+		if err := s.attachable(t, r); err != nil {
+			log.Info("kubeletstream: session refused", "err", err)
+			code := http.StatusNotImplemented
+			if errors.Is(err, errNoStdin) {
+				code = http.StatusBadRequest
+			}
+			http.Error(w, err.Error(), code)
 			return
 		}
 		job, err := s.Jobs.RunningJob(t.namespace, t.pod)
@@ -165,4 +166,19 @@ func commandName(r *http.Request) string {
 		return cmd[0]
 	}
 	return ""
+}
+
+// attachable refuses, before its streams are set up, an attach this server
+// cannot serve: one with no Output, or one asking for stdin. Other
+// sessions are nil.
+func (s *Server) attachable(t target, r *http.Request) error {
+	switch {
+	case t.kind != "attach":
+		return nil
+	case s.Output == nil:
+		return errNoAttach
+	case r.FormValue("input") == "1": // the kubelet API's stdin=true
+		return fmt.Errorf("attach: container %s: %w", t.container, errNoStdin)
+	}
+	return nil
 }

@@ -131,7 +131,14 @@ func TestWrapRefusesAndLogsWithTheUser(t *testing.T) {
 		t.Errorf("got %d %q for a pending pod; want 409 saying it is not running", w.Code, w.Body)
 	}
 	if w := do("/attach/ns/run/main"); w.Code != http.StatusNotImplemented || !strings.Contains(w.Body.String(), "kubectl logs -f") {
-		t.Errorf("got %d %q for attach; want 501 saying what to use instead", w.Code, w.Body)
+		t.Errorf("got %d %q for attach without Output; want 501 saying what to use instead", w.Code, w.Body)
+	}
+	s.Output = fakeOutput{}
+	if w := do("/attach/ns/run/main?input=1&output=1"); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "no stdin to attach to") {
+		t.Errorf("got %d %q for attach -i; want 400 saying the container has no stdin", w.Code, w.Body)
+	}
+	if w := do("/attach/ns/run/main?output=1&error=1"); w.Code != http.StatusNoContent {
+		t.Errorf("got %d %q for attach to the output; want it passed on", w.Code, w.Body)
 	}
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- do("/portForward/ns/run") }()

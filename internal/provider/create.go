@@ -161,6 +161,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	st.ref.JobID = id
 	st.submitted = true
 	st.containers = append(slices.Clip(job.Init), job.Containers...)
+	st.runtimeOptions = job.RuntimeOptions
 	st.waitMsg = ""
 	p.mu.Unlock()
 	p.metrics.submit(adopted)

@@ -21,6 +21,9 @@ type RunningJob struct {
 	// Containers are the job's init containers and containers as they
 	// were submitted.
 	Containers []slurm.Container
+	// RuntimeOptions are the pod's apptainer options and binds, as the
+	// job's command lines have them after the site's.
+	RuntimeOptions []string
 }
 
 // Container returns the job's container name, or false.
@@ -60,5 +63,6 @@ func (p *Provider) RunningJob(namespace, name string) (RunningJob, error) {
 	case st.last.BatchHost == "":
 		return RunningJob{}, fmt.Errorf("pod %s/%s: %w: Slurm job %s has no batch host yet", namespace, name, ErrNotRunning, st.ref.JobID)
 	}
-	return RunningJob{Ref: st.ref, Host: st.last.BatchHost, Pod: st.pod.DeepCopy(), Containers: slices.Clone(st.containers)}, nil
+	return RunningJob{Ref: st.ref, Host: st.last.BatchHost, Pod: st.pod.DeepCopy(), Containers: slices.Clone(st.containers),
+		RuntimeOptions: slices.Clone(st.runtimeOptions)}, nil
 }

@@ -27,6 +27,8 @@ type podState struct {
 	// containers are the job's init containers and containers as submitted,
 	// for exec into them.
 	containers []slurm.Container
+	// runtimeOptions are the job's own apptainer options, for exec.
+	runtimeOptions []string
 	// submitted: the job exists in Slurm (ref.JobID is set).
 	submitted bool
 	// final: the pod reached a terminal phase; its job is not polled again.

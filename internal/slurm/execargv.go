@@ -3,6 +3,7 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/hostname"
@@ -53,13 +54,21 @@ type ExecOptions struct {
 	JobDir string
 	// TTY asks srun for a pseudo-terminal (--pty).
 	TTY bool
+	// Site gives the runtime's program (RuntimePath) and the site's
+	// apptainer options, as the job's command lines have them.
+	Site SiteOptions
+	// RuntimeOptions are the pod's apptainer options and binds
+	// (Job.RuntimeOptions), given after the site's.
+	RuntimeOptions []string
 }
 
 // ExecArgv is the command line, run on the login node, that runs cmd in
 // container c of a running job: srun into the job's allocation on its batch
 // host (--overlap, one task), the container's environment, and the
 // runtime's way into the container's image with its mounts and working
-// directory (RuntimeNone: the working directory, else the job directory).
+// directory (RuntimeNone: the working directory, else the job directory),
+// and apptainer's program and options as the job's own command lines have
+// them (o.Site, o.RuntimeOptions).
 // Each word of it is to be quoted (site.Join); none is read by a shell on
 // the way except the fixed execScript.
 func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, error) {
@@ -69,17 +78,20 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	if _, err := checkArgv(cmd); err != nil {
 		return nil, fmt.Errorf("exec: command: %w", err)
 	}
-	if o.JobID == "" || strings.ContainsFunc(string(o.JobID), func(r rune) bool { return r < '0' || r > '9' }) {
-		return nil, fmt.Errorf("exec: job id %q is not a number", o.JobID)
-	}
-	if err := hostname.CheckHost(o.Host); err != nil {
-		return nil, fmt.Errorf("exec: batch host: %w", err)
+	argv, err := stepArgv(o.JobID, o.Host)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
 	}
 	if err := r.checkContainer(&c); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
-	argv := []string{"srun", "--jobid=" + string(o.JobID), "--overlap", "--nodelist=" + o.Host,
-		"--nodes=1", "--ntasks=1", "--quiet"}
+	rtOpts := append(slices.Clip(o.Site.RuntimeOptions), o.RuntimeOptions...)
+	if len(rtOpts) > 0 && !r.apptainer() {
+		return nil, fmt.Errorf("exec: apptainer options under the %s runtime", r)
+	}
+	if _, err := checkApptainerWords(rtOpts, optionsFromSite); err != nil {
+		return nil, fmt.Errorf("exec: apptainer options: %w", err)
+	}
 	if o.TTY {
 		argv = append(argv, "--pty")
 	} else {
@@ -98,6 +110,9 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	}
 	argv = append(argv, "--", "/bin/sh", "-c", execScript, "sluice-exec", env, dir, hosts)
 	if b := r.Binary(); b != "" {
+		if o.Site.RuntimePath != "" {
+			b = o.Site.RuntimePath
+		}
 		argv = append(argv, b)
 	}
 	if v := r.verb(); v != "" {
@@ -106,8 +121,18 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 		argv = append(argv, v)
 	}
 	c.Command, c.Args = cmd, nil
-	// The site's and the pod's apptainer options (interLink's
-	// SingularityDefaultOptions, singularity-options) are not given to
-	// exec yet: the job's own command lines have them.
-	return append(argv, r.argv(&c, o.JobDir, nil)...), nil
+	return append(argv, r.argv(&c, o.JobDir, rtOpts)...), nil
+}
+
+// stepArgv is the start of the srun command line of a step in a running
+// job, on its batch host: one task, beside the job's own steps.
+func stepArgv(job JobID, host string) ([]string, error) {
+	if job == "" || strings.ContainsFunc(string(job), func(r rune) bool { return r < '0' || r > '9' }) {
+		return nil, fmt.Errorf("job id %q is not a number", job)
+	}
+	if err := hostname.CheckHost(host); err != nil {
+		return nil, fmt.Errorf("batch host: %w", err)
+	}
+	return []string{"srun", "--jobid=" + string(job), "--overlap", "--nodelist=" + host,
+		"--nodes=1", "--ntasks=1", "--quiet"}, nil
 }

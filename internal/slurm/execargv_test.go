@@ -139,3 +139,50 @@ func FuzzExecArgv(f *testing.F) {
 		}
 	})
 }
+
+// TestExecArgvApptainerOptions: exec runs apptainer as the job's command
+// line does: the site's program, the site's options, then the pod's, in
+// the same words as the batch script's.
+func TestExecArgvApptainerOptions(t *testing.T) {
+	c := Container{Name: "main", Image: "/images/busybox", Command: []string{"sleep", "inf"}, EnvFile: "env/main",
+		Mounts: []Mount{{Source: "volumes/cfg", Target: "/cfg", ReadOnly: true}}}
+	site := SiteOptions{RuntimePath: "/opt/apptainer/bin/apptainer", RuntimeOptions: []string{"--cleanenv", "--bind=/opt/site:/opt/site"}}
+	podOpts := []string{"--nv", "--bind=/scratch:/scratch:ro"}
+	o := ExecOptions{JobID: "42", Host: "node1", JobDir: "/data/ns-uid", Site: site, RuntimeOptions: podOpts}
+	got, err := RuntimeApptainer.ExecArgv(c, []string{"cat", "/etc/hosts"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(got, execScript)
+	if i < 0 {
+		t.Fatalf("got %q; want the exec script", got)
+	}
+	want := []string{"/opt/apptainer/bin/apptainer", "exec", "--cleanenv", "--bind=/opt/site:/opt/site", "--nv", "--bind=/scratch:/scratch:ro",
+		"--env-file", "/data/ns-uid/env/main", "--bind", "/data/ns-uid/volumes/cfg:/cfg:ro", "/images/busybox", "cat", "/etc/hosts"}
+	if tail := got[i+5:]; !slices.Equal(tail, want) {
+		t.Errorf("got %q;\nwant %q", tail, want)
+	}
+
+	// The batch script runs the container with the same words.
+	job := &Job{RuntimeOptions: podOpts}
+	d := newContainerData(job, &c, ScriptOptions{Runtime: RuntimeApptainer, JobDir: "/data/ns-uid", Site: site}, "")
+	script := d.Argv[:len(d.Argv)-len(c.Command)]
+	if exec := want[1 : len(want)-2]; !slices.Equal(script, exec) {
+		t.Errorf("the job runs apptainer with %q; exec with %q", script, exec)
+	}
+
+	for _, bad := range []struct {
+		name string
+		rt   Runtime
+		o    ExecOptions
+	}{
+		{"options under charliecloud", RuntimeCharliecloud, ExecOptions{JobID: "1", Host: "node1", JobDir: "/d", RuntimeOptions: []string{"--nv"}}},
+		{"a refused option", RuntimeApptainer, ExecOptions{JobID: "1", Host: "node1", JobDir: "/d", RuntimeOptions: []string{"--net"}}},
+		{"a bind over /etc/hosts", RuntimeApptainer, ExecOptions{JobID: "1", Host: "node1", JobDir: "/d", Site: SiteOptions{RuntimeOptions: []string{"--bind=/x:/etc"}}}},
+		{"a word that is no option", RuntimeApptainer, ExecOptions{JobID: "1", Host: "node1", JobDir: "/d", RuntimeOptions: []string{"/other.sif"}}},
+	} {
+		if got, err := bad.rt.ExecArgv(c, []string{"true"}, bad.o); err == nil {
+			t.Errorf("%s: got %q; want an error", bad.name, got)
+		}
+	}
+}

@@ -36,7 +36,7 @@ type kubeletServer struct {
 	streams *kubeletstream.Server
 }
 
-func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *rest.Config, client kubernetes.Interface, prov *provider.Provider, pods corev1listers.PodLister) (*kubeletServer, error) {
+func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *rest.Config, client kubernetes.Interface, prov *provider.Provider, pods corev1listers.PodLister, relay func(context.Context) (string, error)) (*kubeletServer, error) {
 	cert, self, err := servingCert(cfg.Node.KubeletAPI, cfg.NodeName, cfg.Node.InternalIP, time.Now())
 	if err != nil {
 		return nil, err
@@ -59,13 +59,14 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API auth: %w", err)
 	}
-	streams, err := streamServer(cfg, prov, log)
+	streams, err := streamServer(cfg, prov, prov, relay, log)
 	if err != nil {
 		return nil, err
 	}
 	h := api.PodHandler(api.PodHandlerConfig{
-		PortForward:    streams.PortForward,
-		RunInContainer: streams.Exec,
+		PortForward:       streams.PortForward,
+		RunInContainer:    streams.Exec,
+		AttachToContainer: streams.Attach,
 		// A kubelet's streamingConnectionIdleTimeout. Both are set:
 		// virtual-kubelet v1.14 swaps the two for port-forward.
 		StreamIdleTimeout:     streamIdleTimeout,

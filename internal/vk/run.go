@@ -158,8 +158,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	relay := relayPlacer(opts, slurmClient)
 	prov, err := provider.New(provider.Config{
-		Shadows: shadowManager, Relay: relayPlacer(opts, slurmClient), SocketDirRoot: cfg.Site.SocketDirRoot,
+		Shadows: shadowManager, Relay: relay, SocketDirRoot: cfg.Site.SocketDirRoot,
 		NodeName: cfg.NodeName, Jobs: jobs, Runtime: slurmClient.Runtime, Site: siteOpts,
 		Client: client, Pods: podInformer.Lister(), Recorder: recorder,
 		InternalIP: cfg.Node.InternalIP, PollInterval: cfg.Site.PollInterval,
@@ -207,7 +208,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("node controller: %w", err)
 	}
-	api, err := kubeletAPI(ctx, log, cfg, rc, client, prov, podInformer.Lister())
+	api, err := kubeletAPI(ctx, log, cfg, rc, client, prov, podInformer.Lister(), relay)
 	if err != nil {
 		return err
 	}

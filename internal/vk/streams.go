@@ -1,6 +1,7 @@
 package vk
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,16 +18,28 @@ import (
 
 // streamServer is the site's end of kubectl port-forward, exec and attach.
 // Without Network.SSH.NodeKnownHostsFile (or with local site access) it has
-// no connections, and port-forward answers an error saying what to set.
-func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger) (*kubeletstream.Server, error) {
+// no connections, and port-forward answers an error saying what to set;
+// with Reverse.NodeExec srun and no node host keys port-forward goes
+// through srun (relay places the relay binary it runs).
+func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstream.Output, relay func(context.Context) (string, error), log *slog.Logger) (*kubeletstream.Server, error) {
+	siteOpts, err := slurm.NewSiteOptions(cfg.Site)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API streams: %w", err)
+	}
 	s := &kubeletstream.Server{
 		Jobs:    jobs,
+		Output:  output,
 		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime),
+		Site:    siteOpts,
 		Limits:  kubeletstream.Limits{PerPod: cfg.Node.KubeletAPI.MaxSessionsPerPod, PerNode: cfg.Node.KubeletAPI.MaxSessionsPerNode},
 		Logger:  log,
 	}
 	h := cfg.Network.SSH
-	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" || h.Auth != "publickey" {
+	// srun carries port-forward only where the node hop cannot: with node
+	// host keys the streams keep the node's sshd (srun does not yet carry
+	// 16 streams at once).
+	bySrun := h.Reverse.NodeExec == "srun" && h.NodeKnownHostsFile == ""
+	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" && !bySrun || h.Auth != "publickey" {
 		return s, nil
 	}
 	signer, err := sshx.Signer(h.KeyFile)
@@ -39,9 +52,11 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger)
 	} else if loginKeys, err = sshx.HostKeys(h.KnownHostsFile); err != nil {
 		return nil, fmt.Errorf("kubelet API streams: Network.SSH.KnownHostsFile: %w", err)
 	}
-	nodeKeys, err := sshx.HostKeys(h.NodeKnownHostsFile)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet API streams: Network.SSH.NodeKnownHostsFile: %w", err)
+	nodeKeys := refuseNodeKeys
+	if h.NodeKnownHostsFile != "" {
+		if nodeKeys, err = sshx.HostKeys(h.NodeKnownHostsFile); err != nil {
+			return nil, fmt.Errorf("kubelet API streams: Network.SSH.NodeKnownHostsFile: %w", err)
+		}
 	}
 	dial, err := site.Dialer(cfg, log) // the runner's: a bastion, one pacing bucket
 	if err != nil {
@@ -58,5 +73,14 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger)
 		},
 		Logger: log,
 	}
+	if bySrun {
+		s.Srun = &kubeletstream.SrunCarrier{Relay: relay}
+	}
 	return s, nil
+}
+
+// refuseNodeKeys refuses every compute node's host key: the node hop of a
+// site whose streams go through srun, without pinned node keys.
+func refuseNodeKeys(hostname string, _ net.Addr, _ ssh.PublicKey) error {
+	return fmt.Errorf("node %s: no pinned node host keys (Network.SSH.NodeKnownHostsFile is empty)", hostname)
 }

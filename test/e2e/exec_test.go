@@ -98,9 +98,9 @@ func TestExecRunsInTheContainer(t *testing.T) {
 
 	t.Run("tty", func(t *testing.T) {
 		rc := e.restConfig()
-		// the resize travels apart from stdin: wait for it, up to 2 s (the
-		// size written as sums, so that the echoed input cannot match)
-		in := strings.NewReader("i=0; while [ \"$(stty size)\" != \"$((30+3)) $((100+1))\" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; stty size; tty; echo $((6*7))-done; exit 5\n")
+		// the terminal has kubectl's size from its first line on: the
+		// pty is made with it (no wait, no retry)
+		in := strings.NewReader("stty size; tty; echo $((6*7))-done; exit 5\n")
 		var stdout bytes.Buffer
 		err := e.stream(rc, "ex", []string{"sh"}, in, &stdout, true)
 		var exit interface{ ExitStatus() int }

@@ -90,66 +90,14 @@ func (e *env) portForward(rc *rest.Config, pod string, port int, websocket bool)
 // on ends the connection with an error instead of a hang.
 func TestPortForwardToTheJobsLoopback(t *testing.T) {
 	e := newStreamEnv(t)
-	port := 20000 + int(time.Now().UnixNano()%20000)
-	script := fmt.Sprintf(`mkdir -p /tmp/pf-$$ && cd /tmp/pf-$$ && echo served-by-the-job > hello
-head -c 67108864 /dev/urandom > big && sha256sum big > big.sum
-echo files-ready
-busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$
-`, port)
-	e.create(e.pod("pf", script))
-	e.waitPod("pf", "running", 120*time.Second, phaseIs(corev1.PodRunning))
-	e.waitFor("the job's files", 60*time.Second, func() bool {
-		return slices.Contains(e.logs("pf", corev1.PodLogOptions{}), "files-ready")
-	})
+	port := e.httpdPod("pf")
 	rc := e.restConfig()
 
 	for _, ws := range []bool{true, false} {
 		t.Run(map[bool]string{true: "websocket", false: "spdy"}[ws], func(t *testing.T) {
-			// A first connection before httpd listens ends the session:
-			// client-go stops forwarding on an error.
-			var addr string
-			var end func()
-			for deadline := time.Now().Add(30 * time.Second); ; {
-				addr, end = e.portForward(rc, "pf", port, ws)
-				body, err := httpGet(addr, "/hello")
-				if err == nil && strings.Contains(body, "served-by-the-job") {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the job's server not reached through port-forward: %v", err)
-				}
-				time.Sleep(time.Second)
-			}
-			var wg sync.WaitGroup
-			errs := make(chan error, 16)
-			for i := 0; i < 16; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					body, err := httpGet(addr, "/hello")
-					if err == nil && !strings.Contains(body, "served-by-the-job") {
-						err = fmt.Errorf("body %q", body)
-					}
-					errs <- err
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Errorf("one of 16 concurrent requests: %v", err)
-				}
-			}
-			sum, err := httpGet(addr, "/big.sum")
-			if err != nil {
-				t.Fatalf("big.sum: %v", err)
-			}
-			start := time.Now()
-			got, n := download(t, addr, "/big")
-			t.Logf("64 MiB through port-forward in %v", time.Since(start).Round(time.Millisecond))
-			if n != 64<<20 || !strings.Contains(sum, got) {
-				t.Errorf("got %d bytes with sha256 %s; want %d bytes and the job's sum (%q)", n, got, 64<<20, sum)
-			}
+			addr, end := e.forwardToServer(rc, "pf", port, ws)
+			getConcurrently(t, addr, 16)
+			downloadIntact(t, addr)
 			// Forwarding stopped, the node keeps no session of it.
 			user := e.rig.Get(t, "RIG_USER")
 			// A stream open mid-transfer holds the node's session.
@@ -193,6 +141,85 @@ busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$
 		}
 		t.Logf("closed port: connection ended after %v (%v)", time.Since(start).Round(time.Millisecond), err)
 	})
+}
+
+// forwardToServer forwards to the httpdPod's server, once it answers: a
+// first connection before httpd listens ends the session (client-go stops
+// forwarding on an error), and forwarding starts again.
+func (e *env) forwardToServer(rc *rest.Config, pod string, port int, ws bool) (string, func()) {
+	e.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		addr, end := e.portForward(rc, pod, port, ws)
+		body, err := httpGet(addr, "/hello")
+		if err == nil && strings.Contains(body, "served-by-the-job") {
+			return addr, end
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the job's server not reached through port-forward: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// getConcurrently asks the httpdPod's server at addr for /hello n times at
+// once.
+func getConcurrently(t *testing.T, addr string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, err := httpGet(addr, "/hello")
+			if err == nil && !strings.Contains(body, "served-by-the-job") {
+				err = fmt.Errorf("body %q", body)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("one of %d concurrent requests: %v", n, err)
+		}
+	}
+}
+
+// downloadIntact downloads the httpdPod's /big from addr and checks it
+// against /big.sum.
+func downloadIntact(t *testing.T, addr string) {
+	t.Helper()
+	sum, err := httpGet(addr, "/big.sum")
+	if err != nil {
+		t.Fatalf("big.sum: %v", err)
+	}
+	start := time.Now()
+	got, n := download(t, addr, "/big")
+	t.Logf("64 MiB through port-forward in %v", time.Since(start).Round(time.Millisecond))
+	if n != 64<<20 || !strings.Contains(sum, got) {
+		t.Errorf("got %d bytes with sha256 %s; want %d bytes and the job's sum (%q)", n, got, 64<<20, sum)
+	}
+}
+
+// httpdPod runs pod name, an HTTP server on the node's 127.0.0.1 serving
+// /hello (served-by-the-job), /big (64 MiB) and /big.sum, and returns its
+// port once the files are ready.
+func (e *env) httpdPod(name string) int {
+	e.t.Helper()
+	port := 20000 + int(time.Now().UnixNano()%20000)
+	script := fmt.Sprintf(`mkdir -p /tmp/pf-$$ && cd /tmp/pf-$$ && echo served-by-the-job > hello
+head -c 67108864 /dev/urandom > big && sha256sum big > big.sum
+echo files-ready
+busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$
+`, port)
+	e.create(e.pod(name, script))
+	e.waitPod(name, "running", 120*time.Second, phaseIs(corev1.PodRunning))
+	e.waitFor("the job's files", 60*time.Second, func() bool {
+		return slices.Contains(e.logs(name, corev1.PodLogOptions{}), "files-ready")
+	})
+	return port
 }
 
 // download reads path from the HTTP server at addr and returns the sha256

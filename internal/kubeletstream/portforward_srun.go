@@ -1,0 +1,177 @@
+package kubeletstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/pipe"
+	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/site"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	"golang.org/x/crypto/ssh"
+)
+
+// maxCarried bounds the srun-carried streams open at once: each is a
+// session on Conns.Carrier, within the login sshd's MaxSessions (OpenSSH:
+// 10). More streams wait for one of them to end.
+const maxCarried = 9
+
+// exitRefused is sluice-relay --connect's status when nothing listens at
+// its address.
+const exitRefused = 4
+
+// SrunCarrier carries port-forward streams into the job with srun instead
+// of through the node's sshd, for sites whose nodes take no SSH
+// (Reverse.NodeExec: srun): one step per stream, running the relay binary
+// with --connect 127.0.0.1:PORT.
+type SrunCarrier struct {
+	// Relay returns the relay binary's path on the site, placing it there
+	// if need be (slurm.Client.PlaceRelay). Required.
+	Relay func(ctx context.Context) (string, error)
+
+	once  sync.Once
+	slots chan struct{}
+}
+
+// acquire waits for one of the maxCarried slots; release gives it back.
+func (c *SrunCarrier) acquire(ctx context.Context) (release func(), err error) {
+	c.once.Do(func() { c.slots = make(chan struct{}, maxCarried) })
+	select {
+	case c.slots <- struct{}{}:
+		return func() { <-c.slots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for a carried stream to end: %w", ctx.Err())
+	}
+}
+
+// forwardBySrun carries one stream to port on the loopback of job's batch
+// host: srun into the job runs the relay, whose standard streams are
+// joined to stream. It returns when both directions ended, or at once with
+// the relay's message when nothing listens on the port.
+func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, port int32, stream io.ReadWriteCloser) error {
+	relay, err := s.Srun.Relay(ctx)
+	if err != nil {
+		return fmt.Errorf("port-forward: relay binary: %w", err)
+	}
+	argv, err := slurm.ForwardArgv(job.Ref.JobID, job.Host, relay, int(port))
+	if err != nil {
+		return err
+	}
+	release, err := s.Srun.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	defer release()
+	login, err := s.Conns.Carrier(ctx)
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	sess, err := login.NewSession()
+	if err != nil {
+		return fmt.Errorf("port-forward: login node session: %w", err)
+	}
+	defer sess.Close()
+	defer stream.Close()
+	stdin, err := sess.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	stderr := &tailBuffer{max: 2048}
+	sess.Stderr = stderr
+	if err := sess.Start("exec " + site.Join(argv)); err != nil {
+		return fmt.Errorf("port-forward: start srun: %w", err)
+	}
+	peer := job.Host + ":127.0.0.1:" + strconv.Itoa(int(port))
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	relayed := make(chan error, 1)
+	go func() {
+		_, err := pipe.Relay(rctx, streamConn{stream}, &pipe.RWConn{R: io.NopCloser(stdout), W: stdin, Name: peer}, "client", peer, nil)
+		relayed <- err
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+
+	select {
+	case err = <-waited:
+		if err != nil {
+			return carriedExit(err, peer, stderr.String())
+		}
+		// The relay ended: its output reaches the client, then the
+		// client's side (which may stay open) is let go.
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case err = <-relayed:
+		case <-t.C:
+			cancel()
+			<-relayed
+		}
+	case err = <-relayed:
+		t := time.NewTimer(stopGrace) // srun ends with the relay
+		defer t.Stop()
+		select {
+		case werr := <-waited:
+			// The relay's output ended before its exit status came:
+			// nothing listening is said by that status.
+			if werr != nil && err == nil {
+				return carriedExit(werr, peer, stderr.String())
+			}
+		case <-t.C:
+			_ = stop(sess, waited)
+		}
+	case <-ctx.Done():
+		err = stop(sess, waited)
+	}
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	return nil
+}
+
+// carriedExit is the error of a carrying srun that failed: nothing listens
+// on the port (the relay's exitRefused), or srun's or the relay's message.
+func carriedExit(err error, peer, stderr string) error {
+	msg := strings.TrimSpace(stderr)
+	var exit *ssh.ExitError
+	if errors.As(err, &exit) && exit.ExitStatus() == exitRefused {
+		return fmt.Errorf("port-forward: dial %s: nothing listens there (%s)", peer, msg)
+	}
+	if msg != "" {
+		return fmt.Errorf("port-forward: srun to %s: %w: %s", peer, err, msg)
+	}
+	return fmt.Errorf("port-forward: srun to %s: %w", peer, err)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
