@@ -37,7 +37,7 @@ func (e *Error) hint() string {
 	case ReasonWrongPrincipal:
 		return "principal unknown to the KDC (check Principal and the realm)"
 	case ReasonWrongKey:
-		return "the keytab's key does not match the KDC's (check the keytab and its principal)"
+		return "the keytab holds no key of the principal that the KDC accepts (check the keytab and Principal)"
 	case ReasonKDCUnreachable:
 		return "KDC unreachable (check the KDC address and the network)"
 	}
@@ -64,7 +64,8 @@ func classify(op string, err error) error {
 	case strings.Contains(s, "KDC_ERR_C_PRINCIPAL_UNKNOWN"), strings.Contains(s, "KDC_ERR_S_PRINCIPAL_UNKNOWN"):
 		r = ReasonWrongPrincipal
 	case strings.Contains(s, "KDC_ERR_PREAUTH_FAILED"), strings.Contains(s, "KRB_AP_ERR_BAD_INTEGRITY"),
-		strings.Contains(s, "Decrypting_Error"), strings.Contains(s, "keytab incorrect"):
+		strings.Contains(s, "Decrypting_Error"), strings.Contains(s, "keytab incorrect"),
+		strings.Contains(s, "matching key not found in keytab"):
 		r = ReasonWrongKey
 	case strings.Contains(s, "Networking_Error"), strings.Contains(s, "failed to communicate with KDC"):
 		r = ReasonKDCUnreachable

@@ -15,6 +15,7 @@ func TestClassify(t *testing.T) {
 		{"[Root cause: KDC_Error] KDC_Error: AS Exchange Error: kerberos error response from KDC: KRB Error: (6) KDC_ERR_C_PRINCIPAL_UNKNOWN Client not found in Kerberos database", ReasonWrongPrincipal},
 		{"KRB Error: (24) KDC_ERR_PREAUTH_FAILED Pre-authentication information was invalid", ReasonWrongKey},
 		{"[Root cause: Networking_Error] Networking_Error: AS Exchange Error: failed sending AS_REQ to KDC: failed to communicate with KDC", ReasonKDCUnreachable},
+		{`error getting key from credentials: matching key not found in keytab. Looking for "alice" realm: SLUICE.RIG`, ReasonWrongKey},
 		{"something else", ReasonOther},
 	} {
 		err := classify("get a ticket", errors.New(tc.text))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/kubeletstream"
+	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
@@ -25,12 +26,12 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger)
 		Logger:  log,
 	}
 	h := cfg.Network.SSH
-	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" || h.Auth != "publickey" {
+	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" {
 		return s, nil
 	}
-	signer, err := sshx.Signer(h.KeyFile)
+	auth, gssapi, err := streamAuth(h)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet API streams: Network.SSH.KeyFile: %w", err)
+		return nil, err
 	}
 	var loginKeys ssh.HostKeyCallback
 	if h.InsecureIgnoreHostKeys {
@@ -46,11 +47,29 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, log *slog.Logger)
 		Hop: &tunnel.Hop{
 			LoginAddr:     net.JoinHostPort(h.LoginHost, strconv.Itoa(h.Port)),
 			User:          h.User,
-			Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
+			Auth:          auth,
+			GSSAPI:        gssapi,
 			LoginHostKeys: loginKeys,
 			NodeHostKeys:  nodeKeys,
 		},
 		Logger: log,
 	}
 	return s, nil
+}
+
+// streamAuth returns the key, or with Kerberos the gssapi-with-mic method of
+// each hop (never delegating: streams run no srun).
+func streamAuth(h config.SSH) ([]ssh.AuthMethod, func(string, bool) ssh.AuthMethod, error) {
+	if h.Auth == "kerberos" {
+		src, err := site.KerberosSource(h)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kubelet API streams: %w", err)
+		}
+		return nil, func(host string, _ bool) ssh.AuthMethod { return sshx.KerberosAuth(src, host, false) }, nil
+	}
+	signer, err := sshx.Signer(h.KeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubelet API streams: Network.SSH.KeyFile: %w", err)
+	}
+	return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil, nil
 }
