@@ -17,7 +17,7 @@ import (
 
 // rigKerberos returns alice's ticket source from the rig's KDC (realm and
 // KDC address from rig.env, her keytab) and the login node's address.
-func rigKerberos(t *testing.T) (*testrig.Rig, *krb.Source, string) {
+func rigKerberos(t testing.TB) (*testrig.Rig, *krb.Source, string) {
 	t.Helper()
 	r := testrig.Load(t)
 	if _, ok := r.Lookup("RIG_KRB5_REALM"); !ok {
