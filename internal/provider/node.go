@@ -191,7 +191,7 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	}
 	status, reason, msg := corev1.ConditionTrue, "SiteReachable", "the login node answers"
 	if err != nil {
-		status, reason, msg = corev1.ConditionFalse, "SiteUnreachable", err.Error()
+		status, reason, msg = corev1.ConditionFalse, unreachableReason(err), err.Error()
 	}
 	now := time.Now()
 	s.mu.Lock()
