@@ -3,7 +3,6 @@
 package sshx
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/krb"
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 	"golang.org/x/crypto/ssh"
 )
@@ -52,19 +52,6 @@ func dialKerberos(t *testing.T, r *testrig.Rig, src *krb.Source, host string, de
 	return c
 }
 
-func run(t *testing.T, c *ssh.Client, cmd string) (string, error) {
-	t.Helper()
-	s, err := c.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var out bytes.Buffer
-	s.Stdout, s.Stderr = &out, &out
-	err = s.Run(cmd)
-	return out.String(), err
-}
-
 // TestRigKerberosLogin: alice logs in to the real login sshd with
 // gssapi-with-mic and a ticket from her keytab. With delegation, klist in
 // the session lists her forwarded TGT; without it, klist finds no ticket.
@@ -75,7 +62,7 @@ func TestRigKerberosLogin(t *testing.T) {
 	principal, realm := r.Get(t, "RIG_KRB5_PRINCIPAL"), r.Get(t, "RIG_KRB5_REALM")
 
 	c := dialKerberos(t, r, src, host, true)
-	out, err := run(t, c, "echo KRB5CCNAME=$KRB5CCNAME; klist -f")
+	out, err := sshxtest.Run(t, c, "echo KRB5CCNAME=$KRB5CCNAME; klist -f")
 	if err != nil {
 		t.Fatalf("klist with delegation: %v\n%s", err, out)
 	}
@@ -85,7 +72,7 @@ func TestRigKerberosLogin(t *testing.T) {
 	t.Logf("delegated:\n%s", out)
 
 	c = dialKerberos(t, r, src, host, false)
-	out, err = run(t, c, "klist")
+	out, err = sshxtest.Run(t, c, "klist")
 	if err == nil || strings.Contains(out, "krbtgt/") {
 		t.Fatalf("klist without delegation: got err %v and\n%s\nwant no ticket", err, out)
 	}
