@@ -204,6 +204,9 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	if certWarn != nil {
 		s.warnCertificate(certWarn)
 	}
+	if changed && err != nil {
+		s.warnKerberos(n.Name, err)
+	}
 	if !push {
 		return
 	}
