@@ -72,8 +72,8 @@ func (k Kerberos) validate(bad reporter, auth string, access Access, shadows boo
 		absPath(bad, p+"KeytabFile", k.KeytabFile, true)
 	}
 	if shadows {
-		// sluice-tunnel does not take a keytab yet: the shadows would
-		// fail to log in.
+		// sluice-tunnel takes --keytab, but the shadows are not yet given
+		// KeytabSecret and those flags: their tunnels would fail to log in.
 		bad(p+"Auth", "kerberos is not yet supported for the shadows' tunnels: use it with Network.EnableTunnel false or ShadowMode none")
 	}
 	if k.KeytabSecret != "" {
