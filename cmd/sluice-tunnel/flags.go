@@ -32,6 +32,7 @@ type config struct {
 	user            string
 	keyFile         string
 	certFile        string
+	kerberos        kerberosFlags
 	loginKnownHosts string
 	nodeKnownHosts  string
 	nodeFile        string
@@ -94,8 +95,9 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 	raw := &rawFlags{nodePort: 22}
 	fs.StringVar(&raw.login, "login", "", "the login node's sshd, HOST:PORT (PORT defaults to 22) (required)")
 	fs.StringVar(&c.user, "user", "", "the site account to log in as, on the login node and the compute node (required)")
-	fs.StringVar(&c.keyFile, "key", "", "the account's private key file, unencrypted (required)")
+	fs.StringVar(&c.keyFile, "key", "", "the account's private key file, unencrypted (required, unless --keytab)")
 	fs.StringVar(&c.certFile, "certificate", "", "an OpenSSH user certificate of the key, offered with it and read again at each connection (default: the plain key)")
+	c.kerberos.define(fs)
 	fs.StringVar(&c.loginKnownHosts, "login-known-hosts", "", "known_hosts file pinning the login node's host key (required)")
 	fs.StringVar(&c.nodeKnownHosts, "node-known-hosts", "", "known_hosts file pinning the compute nodes' host keys (required)")
 	fs.StringVar(&c.nodeFile, "node-file", "", "file naming the job's compute node, empty until it is known; read again every second (required)")
@@ -146,7 +148,10 @@ func (c *config) check(raw *rawFlags) error {
 			fail("user", err)
 		}
 	}
-	required("key", c.keyFile)
+	if c.kerberos.keytab == "" {
+		required("key", c.keyFile)
+	}
+	errs = append(errs, c.kerberos.check()...)
 	required("login-known-hosts", c.loginKnownHosts)
 	required("node-known-hosts", c.nodeKnownHosts)
 	required("node-file", c.nodeFile)

@@ -16,13 +16,24 @@ import (
 // unusable is a configuration error naming its flag.
 func loadHop(c *config, log *slog.Logger) (*tunnel.Hop, error) {
 	var errs []error
-	// The key comes from a Secret shared through the pod's fsGroup: the
-	// group may read it.
-	signer, err := sshx.PodSigner(c.keyFile)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--key: %w", err))
+	var (
+		signer ssh.Signer
+		err    error
+		auth   ssh.AuthMethod
+		gssapi func(string, bool) ssh.AuthMethod
+	)
+	if c.kerberos.keytab != "" {
+		if gssapi, err = c.kerberos.gssapi(c); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	var auth ssh.AuthMethod
+	if c.keyFile != "" {
+		// The key comes from a Secret shared through the pod's fsGroup:
+		// the group may read it.
+		if signer, err = sshx.PodSigner(c.keyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--key: %w", err))
+		}
+	}
 	if signer != nil {
 		auth = ssh.PublicKeys(signer)
 	}
@@ -50,10 +61,15 @@ func loadHop(c *config, log *slog.Logger) (*tunnel.Hop, error) {
 	if _, err := os.ReadFile(c.nodeFile); err != nil {
 		errs = append(errs, fmt.Errorf("--node-file: %w", err))
 	}
+	var methods []ssh.AuthMethod
+	if auth != nil {
+		methods = []ssh.AuthMethod{auth}
+	}
 	hop := &tunnel.Hop{
 		LoginAddr:     c.login,
 		User:          c.user,
-		Auth:          []ssh.AuthMethod{auth},
+		Auth:          methods,
+		GSSAPI:        gssapi,
 		LoginHostKeys: loginKeys,
 		NodeHostKeys:  nodeKeys,
 		NodePort:      c.nodePort,

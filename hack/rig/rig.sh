@@ -13,7 +13,7 @@
 #                                   remove the network
 #   rig.sh status                   one line per service; non-zero if anything is down
 #   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
-#                                   sshd-login sshd-node sshd-bastion redis etcd kube-apiserver
+#                                   kdc sshd-login sshd-node sshd-bastion redis etcd kube-apiserver
 #                                   kube-controller-manager kube-scheduler
 #                                   containerd kubelet kube-proxy
 #
@@ -40,6 +40,8 @@ source "${RIG_SRC_DIR}/lib/slurm.sh"
 source "${RIG_SRC_DIR}/lib/sshd.sh"
 # shellcheck source=lib/bastion.sh
 source "${RIG_SRC_DIR}/lib/bastion.sh"
+# shellcheck source=lib/kdc.sh
+source "${RIG_SRC_DIR}/lib/kdc.sh"
 # shellcheck source=lib/redis.sh
 source "${RIG_SRC_DIR}/lib/redis.sh"
 # shellcheck source=lib/image.sh
@@ -62,7 +64,7 @@ source "${RIG_SRC_DIR}/lib/services.sh"
 usage() {
 	cat >&2 <<'USAGE'
 usage: rig.sh up [node] | down | status | start|stop|restart SERVICE
-  SERVICE: munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node sshd-bastion
+  SERVICE: munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion
            redis etcd kube-apiserver kube-controller-manager kube-scheduler
            containerd kubelet kube-proxy
   SLUICE_RIG_NODE=0 rig.sh up leaves the node (containerd, kubelet, kube-proxy) out

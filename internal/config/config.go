@@ -69,6 +69,8 @@ type SSH struct {
 	User string `yaml:"User"`
 	// Auth is publickey or kerberos. If empty, publickey.
 	Auth string `yaml:"Auth"`
+	// Kerberos is how Auth kerberos gets its tickets (kerberos.go).
+	Kerberos `yaml:",inline"`
 
 	// KeySecret, LoginHostKeys and NodeHostKeys name the Secret and
 	// ConfigMaps that shadows read the credentials from.

@@ -222,7 +222,7 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	}
 	status, reason, msg := corev1.ConditionTrue, "SiteReachable", "the login node answers"
 	if err != nil {
-		status, reason, msg = corev1.ConditionFalse, "SiteUnreachable", err.Error()
+		status, reason, msg = corev1.ConditionFalse, unreachableReason(err), err.Error()
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -234,6 +234,9 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	s.mu.Unlock()
 	if certWarn != nil {
 		s.warnCertificate(certWarn)
+	}
+	if changed && err != nil {
+		s.warnKerberos(n.Name, err)
 	}
 	if !push {
 		return

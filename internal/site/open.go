@@ -24,21 +24,9 @@ func Open(c *config.Config, log *slog.Logger) (Runner, error) {
 		return &Local{}, nil
 	}
 	h := c.Network.SSH
-	if h.Auth != "publickey" {
-		return nil, fmt.Errorf("open site: Network.SSH.Auth %q is not supported by the virtual kubelet yet", h.Auth)
-	}
-	signer, err := sshx.Signer(h.KeyFile)
+	auth, err := loginAuth(h, log)
 	if err != nil {
-		return nil, fmt.Errorf("open site: Network.SSH.KeyFile: %w", err)
-	}
-	auth := ssh.PublicKeys(signer)
-	if h.CertificateFile != "" {
-		cs, err := sshx.NewCertSigner(signer, h.CertificateFile)
-		if err != nil {
-			return nil, fmt.Errorf("open site: Network.SSH.CertificateFile: %w", err)
-		}
-		cs.WarnBefore, cs.Logger = h.CertificateWarnBefore, log
-		auth = cs.AuthMethod()
+		return nil, err
 	}
 	var hostKeys ssh.HostKeyCallback
 	if h.InsecureIgnoreHostKeys {
@@ -64,4 +52,31 @@ func Open(c *config.Config, log *slog.Logger) (Runner, error) {
 		return nil, fmt.Errorf("open site: %w", err)
 	}
 	return r, nil
+}
+
+// loginAuth returns how the virtual kubelet logs in to the login node:
+// Kerberos (with the TGT delegated under Reverse.NodeExec srun, SPEC S5),
+// or the key (and its certificate, read again at each connection).
+func loginAuth(h config.SSH, log *slog.Logger) (ssh.AuthMethod, error) {
+	if h.Auth == "kerberos" {
+		src, err := KerberosSource(h)
+		if err != nil {
+			return nil, fmt.Errorf("open site: %w", err)
+		}
+		return sshx.KerberosAuth(src, h.LoginHost, h.Reverse.NodeExec == "srun"), nil
+	}
+	signer, err := sshx.Signer(h.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("open site: Network.SSH.KeyFile: %w", err)
+	}
+	auth := ssh.PublicKeys(signer)
+	if h.CertificateFile != "" {
+		cs, err := sshx.NewCertSigner(signer, h.CertificateFile)
+		if err != nil {
+			return nil, fmt.Errorf("open site: Network.SSH.CertificateFile: %w", err)
+		}
+		cs.WarnBefore, cs.Logger = h.CertificateWarnBefore, log
+		auth = cs.AuthMethod()
+	}
+	return auth, nil
 }

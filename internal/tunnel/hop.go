@@ -32,6 +32,9 @@ type Hop struct {
 	NodeHostKeys  ssh.HostKeyCallback
 	// NodePort is the port of the compute nodes' sshd. If zero, 22.
 	NodePort int
+	// GSSAPI, if not nil, gives the gssapi-with-mic method for a host
+	// (login says whether it is the login node), tried before Auth.
+	GSSAPI func(host string, login bool) ssh.AuthMethod
 	// Dial opens the connection to the login node (through a bastion, see
 	// sshx.Bastion). If nil, a net.Dialer.
 	Dial sshx.DialFunc
@@ -59,7 +62,7 @@ func (h *Hop) Login(ctx context.Context) (*ssh.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
-	return sshx.Dial(ctx, dial, h.LoginAddr, h.config(h.LoginHostKeys, h.LoginAddr))
+	return sshx.Dial(ctx, dial, h.LoginAddr, h.config(h.LoginHostKeys, h.LoginAddr, true))
 }
 
 // Node connects to node's own sshd through login, an open connection to the
@@ -75,7 +78,7 @@ func (h *Hop) Node(ctx context.Context, login *ssh.Client, node string) (*ssh.Cl
 	addr := net.JoinHostPort(node, strconv.Itoa(port))
 	ctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
-	return sshx.Dial(ctx, login.DialContext, addr, h.config(h.NodeHostKeys, addr))
+	return sshx.Dial(ctx, login.DialContext, addr, h.config(h.NodeHostKeys, addr, false))
 }
 
 func (h *Hop) timeout() time.Duration {
@@ -85,10 +88,15 @@ func (h *Hop) timeout() time.Duration {
 	return h.Timeout
 }
 
-func (h *Hop) config(keys ssh.HostKeyCallback, addr string) *ssh.ClientConfig {
+func (h *Hop) config(keys ssh.HostKeyCallback, addr string, login bool) *ssh.ClientConfig {
+	auth := h.Auth
+	if h.GSSAPI != nil {
+		host, _, _ := net.SplitHostPort(addr)
+		auth = append([]ssh.AuthMethod{h.GSSAPI(host, login)}, h.Auth...)
+	}
 	return &ssh.ClientConfig{
 		User:              h.User,
-		Auth:              h.Auth,
+		Auth:              auth,
 		HostKeyCallback:   keys,
 		HostKeyAlgorithms: sshx.HostKeyAlgorithms(keys, addr),
 		Timeout:           h.timeout(),

@@ -193,6 +193,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		status.Certificate = certificateCheck(h.CertificateFile, h.CertificateWarnBefore)
 		status.Recorder = recorder
 	}
+	if cfg.Network.SSH.Auth == "kerberos" {
+		status.Recorder = recorder // a login failing for want of a ticket is a Warning Event
+	}
 	if ms != nil {
 		if err := ms.registerNode(status); err != nil {
 			return fmt.Errorf("metrics: %w", err)

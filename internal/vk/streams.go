@@ -39,12 +39,12 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 	// host keys the streams keep the node's sshd (srun does not yet carry
 	// 16 streams at once).
 	bySrun := h.Reverse.NodeExec == "srun" && h.NodeKnownHostsFile == ""
-	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" && !bySrun || h.Auth != "publickey" {
+	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" && !bySrun {
 		return s, nil
 	}
-	signer, err := sshx.Signer(h.KeyFile)
+	auth, gssapi, err := streamAuth(h, log)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet API streams: Network.SSH.KeyFile: %w", err)
+		return nil, err
 	}
 	var loginKeys ssh.HostKeyCallback
 	if h.InsecureIgnoreHostKeys {
@@ -66,7 +66,8 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 		Hop: &tunnel.Hop{
 			LoginAddr:     net.JoinHostPort(h.LoginHost, strconv.Itoa(h.Port)),
 			User:          h.User,
-			Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
+			Auth:          auth,
+			GSSAPI:        gssapi,
 			LoginHostKeys: loginKeys,
 			NodeHostKeys:  nodeKeys,
 			Dial:          dial,
@@ -83,4 +84,32 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 // site whose streams go through srun, without pinned node keys.
 func refuseNodeKeys(hostname string, _ net.Addr, _ ssh.PublicKey) error {
 	return fmt.Errorf("node %s: no pinned node host keys (Network.SSH.NodeKnownHostsFile is empty)", hostname)
+}
+
+// streamAuth returns the key (with its certificate, read again at each
+// connection, when CertificateFile is set), or with Kerberos the
+// gssapi-with-mic method of each hop, delegating on the login hop by the
+// runner's rule (Reverse.NodeExec srun: exec's srun runs there).
+func streamAuth(h config.SSH, log *slog.Logger) ([]ssh.AuthMethod, func(string, bool) ssh.AuthMethod, error) {
+	if h.Auth == "kerberos" {
+		src, err := site.KerberosSource(h)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kubelet API streams: %w", err)
+		}
+		delegate := h.Reverse.NodeExec == "srun"
+		return nil, func(host string, login bool) ssh.AuthMethod { return sshx.KerberosAuth(src, host, login && delegate) }, nil
+	}
+	signer, err := sshx.Signer(h.KeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubelet API streams: Network.SSH.KeyFile: %w", err)
+	}
+	if h.CertificateFile != "" {
+		cs, err := sshx.NewCertSigner(signer, h.CertificateFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kubelet API streams: Network.SSH.CertificateFile: %w", err)
+		}
+		cs.WarnBefore, cs.Logger = h.CertificateWarnBefore, log
+		return []ssh.AuthMethod{cs.AuthMethod()}, nil, nil
+	}
+	return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil, nil
 }

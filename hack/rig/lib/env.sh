@@ -26,6 +26,11 @@ env_write() {
 		printf 'RIG_SOCKET_DIR_ROOT=%s\n' "${SOCKET_DIR_ROOT}"
 		printf 'RIG_SSHD_NODE_OVERRIDE=%s\n' "$(sshd_override sshd-node)"
 		printf 'RIG_SLURM_CONF=%s\n' "${SLURM_CONF}"
+		printf 'RIG_KRB5_REALM=%s\n' "${KDC_REALM}"
+		printf 'RIG_KRB5_KDC=%s\n' "${LOGIN_ADDR}:88"
+		printf 'RIG_KRB5_CONF=%s\n' /etc/krb5.conf
+		printf 'RIG_KRB5_PRINCIPAL=%s\n' "$(kdc_user_principal "${RIG_USER}")"
+		printf 'RIG_KRB5_KEYTAB=%s\n' "$(kdc_user_keytab "${RIG_USER}")"
 		printf 'RIG_KUBECONFIG=%s\n' "${KUBE_DIR}/admin.kubeconfig"
 		printf 'RIG_KUBE_CA=%s\n' "${KUBE_CA_CERT}"
 		printf 'RIG_KUBE_SERVER=%s\n' "${KUBE_SERVER}"

@@ -8,6 +8,7 @@ RIG_PACKAGES=(
 	openssh-server openssh-client redis-server iproute2
 	charliecloud-runtime busybox-static shellcheck socat bubblewrap
 	curl openssl
+	krb5-kdc krb5-admin-server krb5-user
 )
 
 # RIG_PACKAGES_LEAN are installed without their recommends: MPICH's

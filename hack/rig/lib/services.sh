@@ -2,7 +2,7 @@
 # The rig's daemons, in start order, and how to start, stop and check each.
 set -euo pipefail
 
-RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd sshd-login sshd-node sshd-bastion redis "${KUBE_SERVICES[@]}")
+RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion redis "${KUBE_SERVICES[@]}")
 # the node's (lib/node.sh) are started only when asked, and always stopped
 ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}")
 
@@ -12,6 +12,7 @@ svc_comm() {
 	munge) printf munged ;;
 	mariadb) printf mariadbd ;;
 	slurmdbd | slurmctld | slurmd) printf '%s' "$1" ;;
+	kdc) printf krb5kdc ;;
 	sshd-login | sshd-node | sshd-bastion) printf sshd ;;
 	redis) printf redis-server ;;
 	etcd) printf etcd ;;
@@ -49,6 +50,7 @@ service_start() {
 	slurmdbd) slurmdbd_start ;;
 	slurmctld) slurmctld_start ;;
 	slurmd) slurmd_start ;;
+	kdc) kdc_start ;;
 	sshd-login | sshd-node) sshd_start "${svc}" ;;
 	sshd-bastion) bastion_start ;;
 	redis) redis_start ;;
@@ -81,6 +83,7 @@ services_up() {
 	kube_prepare
 	kube_restart_changed
 	redis_restart_changed
+	kdc_restart_changed
 	local svc overrides=1
 	sshd_overrides_reset && overrides=0
 	for svc in sshd-login sshd-node; do

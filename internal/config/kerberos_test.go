@@ -1,0 +1,56 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// kerberos turns minimal into a Kerberos configuration with Realm and KDCs.
+func kerberos(extra string) string {
+	return strings.Replace(minimal, "    KeyFile: /k\n",
+		"    Auth: kerberos\n    Principal: alice@SLUICE.RIG\n    KeytabFile: /etc/sluice/alice.keytab\n"+extra, 1)
+}
+
+func TestKerberosAccepted(t *testing.T) {
+	for name, src := range map[string]string{
+		"realm and KDCs": kerberos("    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2, \"kdc.example.org:8888\"]\n"),
+		"krb5.conf":      kerberos("    Krb5ConfFile: /etc/krb5.conf\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Parse([]byte(src))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if h := c.Network.SSH; h.Auth != "kerberos" || h.Principal != "alice@SLUICE.RIG" || h.KeytabFile != "/etc/sluice/alice.keytab" {
+				t.Fatalf("got Auth %q Principal %q KeytabFile %q", h.Auth, h.Principal, h.KeytabFile)
+			}
+		})
+	}
+}
+
+func TestKerberosRejected(t *testing.T) {
+	ok := "    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2]\n"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"no principal", strings.Replace(kerberos(ok), "    Principal: alice@SLUICE.RIG\n", "", 1), "Network.SSH.Principal"},
+		{"bad principal", strings.Replace(kerberos(ok), "alice@SLUICE.RIG", `"alice;id"`, 1), "Network.SSH.Principal"},
+		{"no keytab", strings.Replace(kerberos(ok), "    KeytabFile: /etc/sluice/alice.keytab\n", "", 1), "Network.SSH.KeytabFile"},
+		{"relative keytab", strings.Replace(kerberos(ok), "/etc/sluice/alice.keytab", "alice.keytab", 1), "Network.SSH.KeytabFile"},
+		{"no realm", kerberos("    KDCs: [10.251.1.2]\n"), "Network.SSH.Realm"},
+		{"no KDC", kerberos("    Realm: SLUICE.RIG\n"), "Network.SSH.KDCs"},
+		{"bad KDC", kerberos("    Realm: SLUICE.RIG\n    KDCs: [\"-oProxy=x\"]\n"), "Network.SSH.KDCs"},
+		{"bad KDC port", kerberos("    Realm: SLUICE.RIG\n    KDCs: [\"kdc:0\"]\n"), "Network.SSH.KDCs"},
+		{"both", kerberos(ok + "    Krb5ConfFile: /etc/krb5.conf\n"), "Network.SSH.Krb5ConfFile"},
+		{"bad secret", kerberos(ok + "    KeytabSecret: Bad_Name\n"), "Network.SSH.KeytabSecret"},
+		{"keys without kerberos", strings.Replace(minimal, "    KeyFile: /k\n", "    KeyFile: /k\n    Principal: alice\n", 1), "Network.SSH.Principal"},
+		{"shadows", strings.Replace(kerberos(ok), "Network:\n", "Network:\n  EnableTunnel: true\n", 1), "Network.SSH.Auth"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v; want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
