@@ -85,15 +85,25 @@ func repoRoot(t testing.TB) string {
 // before keep the options they were made with.
 func (r *Rig) OverrideNodeSSHD(t testing.TB, options string) {
 	t.Helper()
-	file := r.Get(t, "RIG_SSHD_NODE_OVERRIDE")
+	r.overrideSSHD(t, "sshd-node", r.Get(t, "RIG_SSHD_NODE_OVERRIDE"), options)
+}
+
+// OverrideLoginSSHD is OverrideNodeSSHD for the login node's sshd.
+func (r *Rig) OverrideLoginSSHD(t testing.TB, options string) {
+	t.Helper()
+	r.overrideSSHD(t, "sshd-login", r.Get(t, "RIG_SSHD_LOGIN_OVERRIDE"), options)
+}
+
+func (r *Rig) overrideSSHD(t testing.TB, svc, file, options string) {
+	t.Helper()
 	if err := os.WriteFile(file, []byte(options), 0o644); err != nil {
 		t.Fatalf("sshd override: %v", err)
 	}
-	r.Ctl(t, "restart", "sshd-node")
+	r.Ctl(t, "restart", svc)
 	t.Cleanup(func() {
 		if err := os.WriteFile(file, nil, 0o644); err != nil {
 			t.Errorf("sshd override: %v", err)
 		}
-		r.Ctl(t, "restart", "sshd-node")
+		r.Ctl(t, "restart", svc)
 	})
 }

@@ -25,6 +25,7 @@ env_write() {
 		printf 'RIG_REDIS_EXT_ADDR=%s\n' "${REDIS_EXT_ADDR}"
 		printf 'RIG_SOCKET_DIR_ROOT=%s\n' "${SOCKET_DIR_ROOT}"
 		printf 'RIG_SSHD_NODE_OVERRIDE=%s\n' "$(sshd_override sshd-node)"
+		printf 'RIG_SSHD_LOGIN_OVERRIDE=%s\n' "$(sshd_override sshd-login)"
 		printf 'RIG_SLURM_CONF=%s\n' "${SLURM_CONF}"
 		printf 'RIG_KRB5_REALM=%s\n' "${KDC_REALM}"
 		printf 'RIG_KRB5_KDC=%s\n' "${LOGIN_ADDR}:88"
