@@ -39,8 +39,8 @@ var (
 
 // validate checks the keys when auth is kerberos, and that none is set
 // otherwise. shadows says whether shadows reach the site (they need the
-// keytab as a Secret).
-func (k Kerberos) validate(bad reporter, auth string, access Access, shadows bool) {
+// keytab as a Secret, and bastion's key Secret).
+func (k Kerberos) validate(bad reporter, auth string, access Access, shadows bool, bastion Bastion) {
 	const p = "Network.SSH."
 	if auth != "kerberos" {
 		if k.Principal != "" || k.KeytabFile != "" || k.KeytabSecret != "" || k.Krb5ConfFile != "" || k.Realm != "" || len(k.KDCs) > 0 {
@@ -71,15 +71,30 @@ func (k Kerberos) validate(bad reporter, auth string, access Access, shadows boo
 	if access == AccessSSH {
 		absPath(bad, p+"KeytabFile", k.KeytabFile, true)
 	}
-	if shadows {
-		// sluice-tunnel takes --keytab, but the shadows are not yet given
-		// KeytabSecret and those flags: their tunnels would fail to log in.
-		bad(p+"Auth", "kerberos is not yet supported for the shadows' tunnels: use it with Network.EnableTunnel false or ShadowMode none")
-	}
 	if k.KeytabSecret != "" {
 		if msgs := validation.IsDNS1123Subdomain(k.KeytabSecret); len(msgs) > 0 {
 			bad(p+"KeytabSecret", "%s", strings.Join(msgs, "; "))
 		}
+	}
+	if shadows {
+		k.validateShadows(bad, bastion)
+	}
+}
+
+// validateShadows checks what the shadows' tunnels need to log in with
+// Kerberos: the keytab as a Secret, and the realm and KDCs as flags (a
+// shadow cannot read a krb5.conf on the virtual kubelet's disk); a bastion
+// is logged into with a key of its own, there being no login key.
+func (k Kerberos) validateShadows(bad reporter, bastion Bastion) {
+	const p = "Network.SSH."
+	if k.KeytabSecret == "" {
+		bad(p+"KeytabSecret", "is required with Network.EnableTunnel: the shadows' tunnels read the keytab (key keytab) from this Secret")
+	}
+	if k.Krb5ConfFile != "" {
+		bad(p+"Krb5ConfFile", "the shadows cannot read a krb5.conf on the virtual kubelet's disk: with Network.EnableTunnel give Realm and KDCs instead")
+	}
+	if bastion.Host != "" && bastion.KeySecret == "" {
+		bad(p+"Bastion.KeySecret", "is required with Auth kerberos and Network.EnableTunnel: the shadows log in to the bastion with a key, and have no login key to share")
 	}
 }
 

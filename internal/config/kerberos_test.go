@@ -15,6 +15,9 @@ func TestKerberosAccepted(t *testing.T) {
 	for name, src := range map[string]string{
 		"realm and KDCs": kerberos("    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2, \"kdc.example.org:8888\"]\n"),
 		"krb5.conf":      kerberos("    Krb5ConfFile: /etc/krb5.conf\n"),
+		"shadows":        shadowKerberos("    KeytabSecret: hpc-keytab\n    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2]\n"),
+		"shadows behind a bastion": shadowKerberos("    KeytabSecret: hpc-keytab\n    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2]\n" +
+			"    Bastion:\n      Host: 10.0.0.9\n      KeyFile: /bk\n      KnownHostsFile: /bkh\n      HostKeys: hpc-bastion-hosts\n      KeySecret: hpc-bastion-key\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := Parse([]byte(src))
@@ -44,7 +47,12 @@ func TestKerberosRejected(t *testing.T) {
 		{"both", kerberos(ok + "    Krb5ConfFile: /etc/krb5.conf\n"), "Network.SSH.Krb5ConfFile"},
 		{"bad secret", kerberos(ok + "    KeytabSecret: Bad_Name\n"), "Network.SSH.KeytabSecret"},
 		{"keys without kerberos", strings.Replace(minimal, "    KeyFile: /k\n", "    KeyFile: /k\n    Principal: alice\n", 1), "Network.SSH.Principal"},
-		{"shadows", strings.Replace(kerberos(ok), "Network:\n", "Network:\n  EnableTunnel: true\n", 1), "Network.SSH.Auth"},
+		{"shadows without a keytab secret", shadowKerberos(ok), "Network.SSH.KeytabSecret: is required with Network.EnableTunnel"},
+		{"shadows with a krb5.conf", shadowKerberos("    KeytabSecret: hpc-keytab\n    Krb5ConfFile: /etc/krb5.conf\n"),
+			"Network.SSH.Krb5ConfFile: the shadows cannot read a krb5.conf"},
+		{"shadows behind a bastion without its key secret", shadowKerberos(ok + "    KeytabSecret: hpc-keytab\n" +
+			"    Bastion:\n      Host: 10.0.0.9\n      KeyFile: /bk\n      KnownHostsFile: /bkh\n      HostKeys: hpc-bastion-hosts\n"),
+			"Network.SSH.Bastion.KeySecret: is required with Auth kerberos"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.src))
@@ -53,4 +61,9 @@ func TestKerberosRejected(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shadowKerberos is kerberos(extra) with the tunnel on (shadows over SSH).
+func shadowKerberos(extra string) string {
+	return strings.Replace(kerberos(extra), "Network:\n", "Network:\n  EnableTunnel: true\n", 1)
 }

@@ -37,19 +37,8 @@ func TestBuildBastionAndSpread(t *testing.T) {
 		"--reconnect-window-max=30s",
 	}
 	for _, name := range []string{ContainerForward, ContainerReverse} {
-		c := container(objs, name)
-		if c == nil {
-			t.Fatalf("no container %s", name)
-		}
-		for _, w := range want {
-			if !slices.Contains(c.Args, w) {
-				t.Errorf("%s args %v lack %s", name, c.Args, w)
-			}
-		}
-		mounts := map[string]string{}
-		for _, m := range c.VolumeMounts {
-			mounts[m.Name] = m.MountPath
-		}
+		c := hasArgs(t, objs, name, want)
+		mounts := mountsOf(c)
 		if mounts[volBastionHosts] != mountBastionHosts || mounts[volBastionSSH] != mountBastionSSH {
 			t.Errorf("%s mounts %v; want the bastion's known_hosts and key", name, mounts)
 		}

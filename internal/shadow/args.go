@@ -16,14 +16,10 @@ const podIPEnv = "POD_IP"
 // commonArgs are the flags both tunnel commands start with: how to reach
 // the login node and, through it, the compute node named in the node file.
 func (s Spec) commonArgs() []string {
-	args := []string{
+	args := append([]string{
 		"--login=" + s.loginAddr(),
 		"--user=" + s.User,
-		"--key=" + path.Join(mountSSH, keyPrivate),
-	}
-	if s.KeySecretCertificate {
-		args = append(args, "--certificate="+path.Join(mountSSH, keyCert))
-	}
+	}, s.loginArgs()...)
 	args = append(args,
 		"--login-known-hosts="+path.Join(mountLoginHosts, keyKnownHosts),
 		"--node-known-hosts="+path.Join(mountNodeHosts, keyKnownHosts),
@@ -90,7 +86,7 @@ func (s Spec) tunnelContainer(name string, args []string, ports []corev1.Contain
 			}},
 		}},
 		VolumeMounts: append([]corev1.VolumeMount{
-			{Name: volSSH, MountPath: mountSSH, ReadOnly: true},
+			s.loginMount(),
 			{Name: volLoginHosts, MountPath: mountLoginHosts, ReadOnly: true},
 			{Name: volNodeHosts, MountPath: mountNodeHosts, ReadOnly: true},
 			{Name: volNode, MountPath: mountNode, ReadOnly: true},
@@ -113,22 +109,12 @@ func (s Spec) holdContainer() corev1.Container {
 	}
 }
 
-// tunnelVolumes are the volumes of the tunnel containers: the key (and its
-// certificate, with KeySecretCertificate), both known_hosts and the node
-// ConfigMap of the shadow name. The Secret is mounted whole, not by
-// subPath, so that the kubelet updates a renewed certificate in place.
+// tunnelVolumes are the volumes of the tunnel containers: the key or the
+// keytab (loginVolume), both known_hosts and the node ConfigMap of the
+// shadow name.
 func (s Spec) tunnelVolumes(name string) []corev1.Volume {
-	mode := keyMode
-	items := []corev1.KeyToPath{{Key: keyPrivate, Path: keyPrivate}}
-	if s.KeySecretCertificate {
-		items = append(items, corev1.KeyToPath{Key: keyCert, Path: keyCert})
-	}
 	return append([]corev1.Volume{
-		{Name: volSSH, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName:  s.KeySecret,
-			Items:       items,
-			DefaultMode: &mode,
-		}}},
+		s.loginVolume(),
 		{Name: volLoginHosts, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.LoginHostKeys},
 			Items:                []corev1.KeyToPath{{Key: keyKnownHosts, Path: keyKnownHosts}},

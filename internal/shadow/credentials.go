@@ -23,7 +23,7 @@ func (m *Manager) replicate(ctx context.Context, pod *corev1.Pod, ns string) err
 		return err
 	}
 	copies := []func() error{
-		func() error { return m.copySecret(ctx, ns, m.Spec.KeySecret) },
+		func() error { return m.copySecret(ctx, ns, m.Spec.loginSecret()) },
 		func() error { return m.copyConfigMap(ctx, ns, m.Spec.LoginHostKeys) },
 		func() error { return m.copyConfigMap(ctx, ns, m.Spec.NodeHostKeys) },
 	}

@@ -1,7 +1,9 @@
 package shadow
 
 import (
+	"slices"
 	"strings"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,4 +126,28 @@ func container(objs *Objects, name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// hasArgs reports the args of objs' container name that are not in want.
+func hasArgs(t *testing.T, objs *Objects, name string, want []string) *corev1.Container {
+	t.Helper()
+	c := container(objs, name)
+	if c == nil {
+		t.Fatalf("no container %s", name)
+	}
+	for _, w := range want {
+		if !slices.Contains(c.Args, w) {
+			t.Errorf("%s args %v lack %s", name, c.Args, w)
+		}
+	}
+	return c
+}
+
+// mountsOf maps c's volume mounts' names to their paths.
+func mountsOf(c *corev1.Container) map[string]string {
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	return mounts
 }

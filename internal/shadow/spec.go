@@ -51,12 +51,15 @@ type Spec struct {
 	// TenantNamespace confines the node: every shadow lives there, and the
 	// Manager touches no other namespace.
 	TenantNamespace string
-	// ReplicateCredentials copies KeySecret, LoginHostKeys and NodeHostKeys
-	// from CredentialsNamespace into each shadow namespace.
+	// ReplicateCredentials copies KeySecret (KeytabSecret with Kerberos),
+	// LoginHostKeys and NodeHostKeys from CredentialsNamespace into each shadow namespace.
 	ReplicateCredentials bool
 	// CredentialsNamespace holds the original credentials: the virtual
 	// kubelet's own namespace. Needed with ReplicateCredentials.
 	CredentialsNamespace string
+	// Kerberos, if its Principal is set, logs the tunnels in with a keytab
+	// instead of KeySecret, which is then not needed (kerberos.go).
+	Kerberos Kerberos
 	// Bastion, if its Host is set, is before the login node (access.go).
 	Bastion Bastion
 	// ReconnectSpread and ReconnectWindowMax spread the tunnels'
@@ -77,7 +80,7 @@ type Spec struct {
 // filled) and the namespace its credentials live in.
 func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 	h := c.Network.SSH
-	return Spec{
+	s := Spec{
 		NodeName:             c.NodeName,
 		LoginHost:            h.LoginHost,
 		LoginPort:            h.Port,
@@ -99,6 +102,11 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 		ReconnectSpread:    h.Pacing.ShadowSpread,
 		ReconnectWindowMax: h.Pacing.ShadowWindowMax,
 	}
+	if h.Auth == "kerberos" {
+		s.KeySecret = ""
+		s.Kerberos = Kerberos{Principal: h.Principal, KeytabSecret: h.KeytabSecret, Realm: h.Realm, KDCs: h.KDCs}
+	}
+	return s
 }
 
 // Validate checks s, naming each field at fault.
@@ -132,7 +140,7 @@ func (s Spec) Validate() error {
 	if s.User == "" || strings.ContainsAny(s.User, " \t\n=\"'$`\\") {
 		bad("User", "%q is not a user name", s.User)
 	}
-	subdomain("KeySecret", s.KeySecret)
+	s.validateLogin(bad)
 	subdomain("LoginHostKeys", s.LoginHostKeys)
 	subdomain("NodeHostKeys", s.NodeHostKeys)
 	if s.ForwardTarget != "node" && s.ForwardTarget != "login" {

@@ -26,7 +26,8 @@ func shadows(cfg *config.Config, opts Options, client kubernetes.Interface, reco
 		ns = "default"
 	}
 	spec := shadow.SpecFrom(cfg, ns)
-	if opts.PublishKeySecret {
+	if opts.PublishKeySecret && cfg.Network.SSH.Auth == "publickey" {
+		// With Kerberos the tunnels read KeytabSecret: no key to publish.
 		spec.KeyFile, spec.CertificateFile = cfg.Network.SSH.KeyFile, cfg.Network.SSH.CertificateFile
 	}
 	if err := spec.Validate(); err != nil {

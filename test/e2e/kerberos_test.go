@@ -39,14 +39,20 @@ func TestKerberosPod(t *testing.T) {
 	}
 }
 
-// gssapiLogins counts the Kerberos logins of alice in the login sshd's log.
+// gssapiLogins counts the Kerberos logins of alice in an sshd's log.
 func gssapiLogins(t *testing.T, file string) int {
+	t.Helper()
+	return sshdLogins(t, file, "gssapi-with-mic")
+}
+
+// sshdLogins counts alice's logins by method in an sshd's log.
+func sshdLogins(t *testing.T, file, method string) int {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("sshd log: %v", err)
 	}
-	return strings.Count(string(b), "Accepted gssapi-with-mic for alice")
+	return strings.Count(string(b), "Accepted "+method+" for alice ")
 }
 
 func kerberosRig(t *testing.T) *testrig.Rig {
