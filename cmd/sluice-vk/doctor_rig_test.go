@@ -170,3 +170,41 @@ func runDoctor(t *testing.T, file string, wantCode int) *doctor.Report {
 	}
 	return &rep
 }
+
+// TestRigDoctorKerberosAndBastion: with Auth kerberos (the rig's KDC and
+// alice's keytab) the doctor gets a ticket (the kerberos line) and logs in
+// with gssapi-with-mic, the node hop too; with a bastion, it goes through
+// it (the bastion line) as sluice-vk does. Every line is OK in both.
+//
+//	flock /tmp/sluice-rig.lock go test -tags rig -run TestRigDoctorKerberosAndBastion ./cmd/sluice-vk/
+func TestRigDoctorKerberosAndBastion(t *testing.T) {
+	r := testrig.Load(t)
+	for _, need := range []string{"RIG_KRB5_REALM", "RIG_BASTION_ADDR"} {
+		if _, ok := r.Lookup(need); !ok {
+			testrig.Unavailable(t, "the rig has no "+need+" (hack/rig/rig.sh up)")
+		}
+	}
+	for _, tc := range []struct {
+		name, extra, line string
+	}{
+		{"kerberos", fmt.Sprintf("Auth: kerberos\n    Principal: %s\n    KeytabFile: %s\n    KeytabSecret: sluice-keytab\n    Realm: %s\n    KDCs: [%q]",
+			r.Get(t, "RIG_KRB5_PRINCIPAL"), r.Get(t, "RIG_KRB5_KEYTAB"), r.Get(t, "RIG_KRB5_REALM"), r.Get(t, "RIG_KRB5_KDC")), "kerberos"},
+		{"bastion", fmt.Sprintf("Bastion:\n      Host: %s\n      Port: %s\n      KnownHostsFile: %s\n      HostKeys: sluice-bastion-hosts",
+			r.Get(t, "RIG_BASTION_ADDR"), r.Get(t, "RIG_BASTION_PORT"), r.Get(t, "RIG_BASTION_KNOWN_HOSTS")), "bastion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := runDoctor(t, rigDoctorConfig(t, r, tc.extra), 0)
+			for _, c := range rep.Checks {
+				if c.Status != doctor.OK {
+					t.Errorf("%s %s: %s (fix: %s)", c.Status, c.Name, c.Found, c.Fix)
+				}
+			}
+			c, ok := rep.Find(tc.line)
+			if !ok {
+				t.Fatalf("no %s line in %+v", tc.line, rep.Checks)
+			}
+			auth, _ := rep.Find("auth")
+			t.Logf("%s: %s; auth: %s", c.Name, c.Found, auth.Found)
+		})
+	}
+}

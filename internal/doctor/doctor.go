@@ -2,12 +2,14 @@ package doctor
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/site"
+	"github.com/sluice-hpc/sluice/internal/sshx"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -44,6 +46,7 @@ func (d *Doctor) Run(ctx context.Context) *Report {
 		runner = &site.Local{}
 	} else {
 		if a = loginAccess(r, c.Network.SSH, d.now()); a != nil {
+			a.dialer = d.dialer(r, log)
 			login = a.dial(ctx, r, c.Network.SSH, d.timeout())
 		}
 		if login == nil {
@@ -52,7 +55,7 @@ func (d *Doctor) Run(ctx context.Context) *Report {
 		}
 		defer login.Close()
 		s, err := site.NewSSH(site.SSHConfig{
-			Addr: a.addr, User: a.user, Auth: a.auth, HostKeyCallback: a.loginKeys,
+			Addr: a.addr, User: a.user, Auth: a.loginAuth(), HostKeyCallback: a.loginKeys, Dial: a.dialer,
 			DialTimeout: d.timeout(), MaxStdout: 1 << 20, Logger: log,
 		})
 		if err != nil {
@@ -70,6 +73,24 @@ func (d *Doctor) Run(ctx context.Context) *Report {
 	p := &prober{d: d, r: r, runner: runner, log: log, access: a, login: login}
 	p.run(ctx, dataRoot.Status == OK)
 	return r
+}
+
+// dialer is how sluice-vk reaches the login node (site.Dialer: through the
+// bastion when there is one, paced); with a bastion, a line says so. nil
+// (a plain connection) when it cannot be made, which the bastion line says.
+func (d *Doctor) dialer(r *Report, log *slog.Logger) sshx.DialFunc {
+	b := d.Config.Network.SSH.Bastion
+	dial, err := site.Dialer(d.Config, log)
+	if err != nil {
+		r.add(Check{Name: "bastion", Status: Fail, Found: err.Error(),
+			Fix: "check Network.SSH.Bastion (Host, Port, User, KnownHostsFile, KeyFile)"})
+		return nil
+	}
+	if b.Host != "" {
+		r.add(Check{Name: "bastion", Status: OK, Found: fmt.Sprintf("connections go through %s@%s:%d, its host key checked against %s (the login line says whether it answered)",
+			b.User, b.Host, b.Port, b.KnownHostsFile)})
+	}
+	return dial
 }
 
 // probeChecks are the lines the probe job gives, in order.

@@ -157,7 +157,9 @@ func TestLoginAccess(t *testing.T) {
 	}{
 		{"no known_hosts", config.SSH{Auth: "publickey", KnownHostsFile: filepath.Join(dir, "nope"), KeyFile: filepath.Join(dir, "key")}, Fail, Skip},
 		{"no key", config.SSH{Auth: "publickey", KnownHostsFile: known, KeyFile: filepath.Join(dir, "key")}, Skip, Fail},
-		{"kerberos", config.SSH{Auth: "kerberos", KnownHostsFile: known}, Skip, Warn},
+		{"kerberos without a realm", config.SSH{Auth: "kerberos", KnownHostsFile: known}, Skip, Skip},
+		{"kerberos without a keytab", config.SSH{Auth: "kerberos", KnownHostsFile: known,
+			Kerberos: config.Kerberos{Principal: "alice", Realm: "EXAMPLE.ORG", KDCs: []string{"127.0.0.1:1"}, KeytabFile: filepath.Join(dir, "nope.keytab")}}, Skip, Skip},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.h.LoginHost, tc.h.Port, tc.h.User = "login", 22, "alice"

@@ -53,7 +53,7 @@ func nodeChecks(ctx context.Context, r *Report, c *config.Config, a *access, log
 		return
 	}
 	seen := &hostKeySeen{check: keys}
-	hop := &tunnel.Hop{User: a.user, Auth: a.auth, LoginHostKeys: a.loginKeys, NodeHostKeys: seen.callback, Timeout: timeout}
+	hop := &tunnel.Hop{User: a.user, Auth: a.auth, GSSAPI: a.gssapi, LoginHostKeys: a.loginKeys, NodeHostKeys: seen.callback, Timeout: timeout}
 	node, err := hop.Node(ctx, login, host)
 	r.add(decideNodeSSHD(host, h.NodeKnownHostsFile, seen, err, bad))
 	if err != nil {
