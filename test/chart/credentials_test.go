@@ -1,7 +1,10 @@
 package chart
 
 import (
+	"bytes"
+	"encoding/base64"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/config"
@@ -86,5 +89,54 @@ func TestCertificateReachesSluiceVKAndShadows(t *testing.T) {
 	r = render(t, "default")
 	if _, keys := mountedAt(t, r, "sluice-ssh"); slices.Contains(keys, "ssh-certificate") || renderedConfig(t, r).Network.SSH.CertificateFile != "" {
 		t.Errorf("default: certificate mounted (%v) or named without one given", keys)
+	}
+}
+
+// TestKerberosKeytab: with Network.SSH.Auth kerberos, the chart puts the
+// keytab (credentials.keytab, base64) in its Secret, mounts it into
+// sluice-vk as KeytabFile, names it KeytabSecret for the shadows, and makes
+// no key Secret; the uninstall hook deletes its copies. sluice-vk accepts
+// the configuration.
+func TestKerberosKeytab(t *testing.T) {
+	keytab := []byte("\x05\x02 not a real keytab")
+	r := render(t, "default", "--set", "config.Network.EnableTunnel=true",
+		"--set", "config.Network.SSH.Auth=kerberos", "--set", "config.Network.SSH.Principal=alice",
+		"--set", "config.Network.SSH.Realm=EXAMPLE.ORG", "--set", "config.Network.SSH.KDCs={kdc.example.org}",
+		"--set", "credentials.keytab="+base64.StdEncoding.EncodeToString(keytab),
+		"--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA")
+	if len(r.secrets) != 1 || r.secrets[0].Name != "sluice-keytab" || !bytes.Equal(r.secrets[0].Data["keytab"], keytab) {
+		t.Fatalf("Secrets %v; want only sluice-keytab holding the keytab", r.secrets)
+	}
+	cfg := renderedConfig(t, r)
+	dir, keys := mountedAt(t, r, "sluice-keytab")
+	h := cfg.Network.SSH
+	if dir == "" || h.KeytabFile != dir+"/keytab" || !slices.Equal(keys, []string{"keytab"}) {
+		t.Errorf("KeytabFile %q, keytab mounted at %q with %v; want the keytab in that mount", h.KeytabFile, dir, keys)
+	}
+	if h.KeytabSecret != "sluice-keytab" || h.KeySecret != "" || h.KeyFile != "" {
+		t.Errorf("KeytabSecret %q, KeySecret %q, KeyFile %q; want the keytab's Secret and no key", h.KeytabSecret, h.KeySecret, h.KeyFile)
+	}
+	job, _ := uninstallHook(t, r)
+	if !slices.Contains(job.Spec.Template.Spec.Containers[0].Args, "--copies-of=sluice-login-hosts,sluice-keytab,sluice-node-hosts") {
+		t.Errorf("hook args %q; want the keytab's copies deleted", job.Spec.Template.Spec.Containers[0].Args)
+	}
+	if _, err := template(t, "-f", values("default"), "--set", "config.Network.SSH.Auth=kerberos"); err == nil || !strings.Contains(err.Error(), "credentials.keytab") {
+		t.Errorf("kerberos without a keytab: %v; want an error naming credentials.keytab", err)
+	}
+}
+
+// TestBastionHostKeys: credentials.bastionKnownHosts becomes a ConfigMap
+// mounted into sluice-vk as Bastion.KnownHostsFile and named
+// Bastion.HostKeys for the shadows.
+func TestBastionHostKeys(t *testing.T) {
+	r := render(t, "default", "--set", "config.Network.EnableTunnel=true",
+		"--set", "config.Network.SSH.Bastion.Host=bastion.example.org",
+		"--set-string", "credentials.bastionKnownHosts=bastion.example.org ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHvDu7+u6LHSGVVvkSSp2nTp5z+mJVUfnxfhVRnbjXtn",
+		"--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA")
+	r.configMap(t, "sluice-system", "sluice-bastion-hosts")
+	b := renderedConfig(t, r).Network.SSH.Bastion
+	dir, _ := mountedAt(t, r, "sluice-bastion-hosts")
+	if dir == "" || b.KnownHostsFile != dir+"/known_hosts" || b.HostKeys != "sluice-bastion-hosts" || b.Host != "bastion.example.org" {
+		t.Errorf("Bastion %+v, host keys mounted at %q; want the mounted file and the ConfigMap named", b, dir)
 	}
 }

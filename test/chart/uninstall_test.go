@@ -48,7 +48,7 @@ func TestUninstallHookDeletesCopies(t *testing.T) {
 	tunnel := []string{"--set", "config.Network.EnableTunnel=true", "--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA"}
 	job, rules := uninstallHook(t, render(t, "default", tunnel...))
 	args := job.Spec.Template.Spec.Containers[0].Args
-	if !slices.Contains(args, "--copies-of=sluice-ssh,sluice-login-hosts,sluice-node-hosts") {
+	if !slices.Contains(args, "--copies-of=sluice-login-hosts,sluice-ssh,sluice-node-hosts") {
 		t.Errorf("Job args %q; want --copies-of naming the three credentials", args)
 	}
 	if !slices.Contains(rules, "cluster  secrets [] [list delete]") || !slices.Contains(rules, "cluster  configmaps [] [list delete]") {

@@ -50,6 +50,19 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- printf "%s-node-hosts" (include "sluice.fullname" .) -}}
 {{- end -}}
 
+{{- define "sluice.bastionHostKeys" -}}
+{{- printf "%s-bastion-hosts" (include "sluice.fullname" .) -}}
+{{- end -}}
+
+{{- define "sluice.keytabSecret" -}}
+{{- default (printf "%s-keytab" (include "sluice.fullname" .)) .Values.credentials.existingKeytabSecret -}}
+{{- end -}}
+
+{{/* "true" when the site account logs in with Kerberos (Network.SSH.Auth). */}}
+{{- define "sluice.kerberos" -}}
+{{- if eq (toString ((((.Values.config).Network).SSH).Auth)) "kerberos" -}}true{{- end -}}
+{{- end -}}
+
 {{/* The tunnels need the shadows' credentials. */}}
 {{- define "sluice.tunnel" -}}
 {{- if and .Values.config.Network.EnableTunnel (ne (.Values.config.Network.ShadowMode | default "ssh") "none") -}}true{{- end -}}
@@ -61,7 +74,22 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- $net := $c.Network | default dict -}}
 {{- $ssh := $net.SSH | default dict -}}
 {{- $node := $c.Node | default dict -}}
+{{- if include "sluice.kerberos" . -}}
+{{- $_ := set $ssh "KeytabFile" ($ssh.KeytabFile | default "/etc/sluice/krb5/keytab") -}}
+{{- if include "sluice.tunnel" . -}}
+{{- $_ := set $ssh "KeytabSecret" ($ssh.KeytabSecret | default (include "sluice.keytabSecret" .)) -}}
+{{- end -}}
+{{- else -}}
 {{- $_ := set $ssh "KeyFile" ($ssh.KeyFile | default "/etc/sluice/ssh/ssh-privatekey") -}}
+{{- end -}}
+{{- if .Values.credentials.bastionKnownHosts -}}
+{{- $b := $ssh.Bastion | default dict -}}
+{{- $_ := set $b "KnownHostsFile" ($b.KnownHostsFile | default "/etc/sluice/bastion_known_hosts/known_hosts") -}}
+{{- if include "sluice.tunnel" . -}}
+{{- $_ := set $b "HostKeys" ($b.HostKeys | default (include "sluice.bastionHostKeys" .)) -}}
+{{- end -}}
+{{- $_ := set $ssh "Bastion" $b -}}
+{{- end -}}
 {{- $_ := set $ssh "KnownHostsFile" ($ssh.KnownHostsFile | default "/etc/sluice/known_hosts/known_hosts") -}}
 {{- if .Values.credentials.nodeKnownHosts -}}
 {{- $_ := set $ssh "NodeKnownHostsFile" ($ssh.NodeKnownHostsFile | default "/etc/sluice/node_known_hosts/known_hosts") -}}
@@ -70,8 +98,10 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- $_ := set $ssh "CertificateFile" ($ssh.CertificateFile | default "/etc/sluice/ssh/ssh-certificate") -}}
 {{- $_ := set $ssh "KeySecretCertificate" true -}}
 {{- end -}}
-{{- if include "sluice.tunnel" . -}}
+{{- if and (include "sluice.tunnel" .) (not (include "sluice.kerberos" .)) -}}
 {{- $_ := set $ssh "KeySecret" ($ssh.KeySecret | default (include "sluice.keySecret" .)) -}}
+{{- end -}}
+{{- if include "sluice.tunnel" . -}}
 {{- $_ := set $ssh "LoginHostKeys" ($ssh.LoginHostKeys | default (include "sluice.loginHostKeys" .)) -}}
 {{- if .Values.credentials.nodeKnownHosts -}}
 {{- $_ := set $ssh "NodeHostKeys" ($ssh.NodeHostKeys | default (include "sluice.nodeHostKeys" .)) -}}
@@ -101,9 +131,17 @@ on a node that is not confined, with the tunnel on and ReplicateCredentials
 {{- define "sluice.copiedCredentials" -}}
 {{- $ssh := ((.Values.config.Network).SSH) | default dict -}}
 {{- if and (include "sluice.tunnel" .) (not (include "sluice.tenant" .)) (ne (toString $ssh.ReplicateCredentials) "false") -}}
-{{- $names := list (include "sluice.keySecret" .) (include "sluice.loginHostKeys" .) -}}
+{{- $names := list (include "sluice.loginHostKeys" .) -}}
+{{- if include "sluice.kerberos" . -}}
+{{- $names = append $names (include "sluice.keytabSecret" .) -}}
+{{- else -}}
+{{- $names = append $names (include "sluice.keySecret" .) -}}
+{{- end -}}
 {{- if .Values.credentials.nodeKnownHosts -}}
 {{- $names = append $names (include "sluice.nodeHostKeys" .) -}}
+{{- end -}}
+{{- if .Values.credentials.bastionKnownHosts -}}
+{{- $names = append $names (include "sluice.bastionHostKeys" .) -}}
 {{- end -}}
 {{- join "," $names -}}
 {{- end -}}
