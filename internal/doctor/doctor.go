@@ -87,6 +87,9 @@ func (d *Doctor) dialer(r *Report, log *slog.Logger) sshx.DialFunc {
 		return nil
 	}
 	if b.Host != "" {
+		if b.User == "" {
+			b.User = d.Config.Network.SSH.User
+		}
 		r.add(Check{Name: "bastion", Status: OK, Found: fmt.Sprintf("connections go through %s@%s:%d, its host key checked against %s (the login line says whether it answered)",
 			b.User, b.Host, b.Port, b.KnownHostsFile)})
 	}
