@@ -19,8 +19,9 @@ const dialTimeout = 30 * time.Second
 // reached through the login node, or with Srun an srun step into the job
 // (forwardBySrun). It returns when both directions ended
 // (each half-closed when the other side reached EOF) or one failed; a port
-// nobody listens on is an error at once. It is virtual-kubelet's
-// api.PortForwardHandlerFunc.
+// nobody listens on is an error at once. The stream is read from the start
+// (readAhead): one left unread stalls the connection's other streams. It
+// is virtual-kubelet's api.PortForwardHandlerFunc.
 func (s *Server) PortForward(ctx context.Context, namespace, pod string, port int32, stream io.ReadWriteCloser) error {
 	if port < 1 || port > 65535 {
 		return fmt.Errorf("port-forward: port %d out of range", port)
@@ -32,8 +33,10 @@ func (s *Server) PortForward(ctx context.Context, namespace, pod string, port in
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
 	}
+	ra := newReadAhead(stream, maxReadAhead)
+	defer ra.Close()
 	if s.Srun != nil {
-		return s.forwardBySrun(ctx, job, port, stream)
+		return s.forwardBySrun(ctx, job, port, ra)
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -48,9 +51,9 @@ func (s *Server) PortForward(ctx context.Context, namespace, pod string, port in
 		return fmt.Errorf("port-forward: dial %s on node %s: %w", addr, job.Host, err)
 	}
 	defer conn.Close()
-	defer stream.Close()
+	ra.start()
 	peer := job.Host + ":" + addr
-	if _, err := pipe.Relay(ctx, streamConn{stream}, conn, "client", peer, nil); err != nil {
+	if _, err := pipe.Relay(ctx, streamConn{ra}, conn, "client", peer, nil); err != nil {
 		return fmt.Errorf("port-forward: %w", err)
 	}
 	return nil
@@ -60,6 +63,16 @@ func (s *Server) PortForward(ctx context.Context, namespace, pod string, port in
 // has no addresses or deadlines, and its Close ends its write side (what
 // both the SPDY and the websocket streams do).
 type streamConn struct{ io.ReadWriteCloser }
+
+// CloseWrite ends the stream's write side: the stream's own CloseWrite
+// where it has one (readAhead: its Close would end its reading too), else
+// its Close.
+func (c streamConn) CloseWrite() error {
+	if cw, ok := c.ReadWriteCloser.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
+}
 
 func (streamConn) LocalAddr() net.Addr              { return streamAddr{} }
 func (streamConn) RemoteAddr() net.Addr             { return streamAddr{} }

@@ -39,12 +39,15 @@ type SrunCarrier struct {
 	slots chan struct{}
 }
 
-// acquire waits for one of the maxCarried slots; release gives it back.
-func (c *SrunCarrier) acquire(ctx context.Context) (release func(), err error) {
+// acquire waits for one of the maxCarried slots, unless ctx ends or abort
+// is closed first; release gives it back.
+func (c *SrunCarrier) acquire(ctx context.Context, abort <-chan struct{}) (release func(), err error) {
 	c.once.Do(func() { c.slots = make(chan struct{}, maxCarried) })
 	select {
 	case c.slots <- struct{}{}:
 		return func() { <-c.slots }, nil
+	case <-abort:
+		return nil, fmt.Errorf("wait for a carried stream to end: %w", errReadAheadFull)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("wait for a carried stream to end: %w", ctx.Err())
 	}
@@ -52,9 +55,9 @@ func (c *SrunCarrier) acquire(ctx context.Context) (release func(), err error) {
 
 // forwardBySrun carries one stream to port on the loopback of job's batch
 // host: srun into the job runs the relay, whose standard streams are
-// joined to stream. It returns when both directions ended, or at once with
+// joined to stream, which is read (readAhead) while it waits for a slot. It returns when both directions ended, or at once with
 // the relay's message when nothing listens on the port.
-func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, port int32, stream io.ReadWriteCloser) error {
+func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, port int32, stream *readAhead) error {
 	relay, err := s.Srun.Relay(ctx)
 	if err != nil {
 		return fmt.Errorf("port-forward: relay binary: %w", err)
@@ -63,11 +66,12 @@ func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, por
 	if err != nil {
 		return err
 	}
-	release, err := s.Srun.acquire(ctx)
+	release, err := s.Srun.acquire(ctx, stream.overflow())
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
 	}
 	defer release()
+	stream.start()
 	login, err := s.Conns.Carrier(ctx)
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
@@ -77,7 +81,6 @@ func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, por
 		return fmt.Errorf("port-forward: login node session: %w", err)
 	}
 	defer sess.Close()
-	defer stream.Close()
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)

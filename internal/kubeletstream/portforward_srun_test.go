@@ -117,7 +117,7 @@ func TestCarrierSlots(t *testing.T) {
 	var c SrunCarrier
 	var releases []func()
 	for range maxCarried {
-		r, err := c.acquire(context.Background())
+		r, err := c.acquire(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +125,11 @@ func TestCarrierSlots(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := c.acquire(ctx); err == nil {
+	if _, err := c.acquire(ctx, nil); err == nil {
 		t.Fatalf("got a slot beyond %d; want to wait", maxCarried)
 	}
 	releases[0]()
-	if r, err := c.acquire(context.Background()); err != nil {
+	if r, err := c.acquire(context.Background(), nil); err != nil {
 		t.Errorf("got %v after a slot was given back", err)
 	} else {
 		r()

@@ -36,8 +36,8 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 	}
 	h := cfg.Network.SSH
 	// srun carries port-forward only where the node hop cannot: with node
-	// host keys the streams keep the node's sshd (srun does not yet carry
-	// 16 streams at once).
+	// host keys the streams keep the node's sshd, whose channels open in a
+	// third of the time of an srun step (bench/RESULTS.md).
 	bySrun := h.Reverse.NodeExec == "srun" && h.NodeKnownHostsFile == ""
 	if cfg.Site.Access != config.AccessSSH || h.NodeKnownHostsFile == "" && !bySrun {
 		return s, nil

@@ -12,11 +12,11 @@ import (
 
 // TestPortForwardOverSrun: with Reverse.NodeExec srun and no pinned node
 // host keys (the node hop is refused), port-forward goes through srun into
-// the job, one step per stream running the relay: requests one after the
-// other, 64 MiB intact, a closed port ends the connection, and once
-// forwarding stopped no step or relay is left on the node, and no sshd
-// session was opened there. (16 streams at once do not pass yet: see
-// forwardBySrun.)
+// the job, one step per stream running the relay: 16 requests at once
+// (more than the carrier's slots: the streams that wait are read all the
+// same, see readAhead), three times, 64 MiB intact, a closed port ends the
+// connection, and once forwarding stopped no step or relay is left on the
+// node, and no sshd session was opened there.
 func TestPortForwardOverSrun(t *testing.T) {
 	relay := buildBin(t, "./cmd/sluice-relay")
 	e := newEnvWith(t, "    Reverse:\n      NodeExec: srun\n", func(e *env) {
@@ -28,8 +28,10 @@ func TestPortForwardOverSrun(t *testing.T) {
 	rc := e.restConfig()
 
 	addr, end := e.forwardToServer(rc, "pfs", port, true)
-	for range 4 {
-		getConcurrently(t, addr, 1)
+	for range 3 {
+		start := time.Now()
+		getConcurrently(t, addr, 16)
+		t.Logf("16 requests at once through srun in %v", time.Since(start).Round(time.Millisecond))
 	}
 	downloadIntact(t, addr)
 
