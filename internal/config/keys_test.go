@@ -9,7 +9,7 @@ import (
 
 // Keys finds keys of every shape: a section's field, an inline struct's,
 // a map's values', a list's items'; each after what holds it, with its
-// parent, name, type and the default Default fills.
+// parent, name, type, kind and the default Default fills.
 func TestKeysShapes(t *testing.T) {
 	got := map[string]Key{}
 	seen := map[string]bool{"": true}
@@ -39,20 +39,25 @@ func TestKeysShapes(t *testing.T) {
 	for _, want := range []struct {
 		path, parent string
 		typ          reflect.Type
-		section      bool
+		kind         Kind
 	}{
-		{"NodeName", "", reflect.TypeFor[string](), false},
-		{"Site", "", reflect.TypeFor[Site](), true},
-		{"Network.SSH", "Network", reflect.TypeFor[SSH](), true},
-		{"Network.SSH.Reverse.AllowSocks", "Network.SSH.Reverse", reflect.TypeFor[bool](), false},
-		{"Site.CommandPrefix", "Site", nil, false},
-		{"Site.Flavors", "Site", nil, false},
-		{"Site.Flavors.<name>.SlurmFlags", "Site.Flavors.<name>", nil, false},
-		{"Node.Taints", "Node", nil, false},
-		{"Node.Taints[].Effect", "Node.Taints[]", nil, false},
-		{"Node.KubeletAPI", "Node", nil, true},
-		{"Node.KubeletAPI.MaxSessionsPerNode", "Node.KubeletAPI", nil, false},
-		{"Site.PollInterval", "Site", reflect.TypeFor[time.Duration](), false},
+		{"NodeName", "", reflect.TypeFor[string](), KindString},
+		{"Site", "", reflect.TypeFor[Site](), KindSection},
+		{"Network.SSH", "Network", reflect.TypeFor[SSH](), KindSection},
+		{"Network.SSH.Reverse.AllowSocks", "Network.SSH.Reverse", reflect.TypeFor[bool](), KindBool},
+		{"Network.SSH.Port", "Network.SSH", reflect.TypeFor[int](), KindInteger},
+		{"Network.SSH.Pacing.Rate", "Network.SSH.Pacing", reflect.TypeFor[float64](), KindNumber},
+		{"Site.CommandPrefix", "Site", nil, KindString},
+		{"Site.ExportPodData", "Site", reflect.TypeFor[*bool](), KindBool},
+		{"Site.Flavors", "Site", nil, KindMap},
+		{"Site.Flavors.<name>.SlurmFlags", "Site.Flavors.<name>", nil, KindStrings},
+		{"Site.Flavors.<name>.UID", "Site.Flavors.<name>", reflect.TypeFor[*int64](), KindInteger},
+		{"Node.Labels", "Node", nil, KindStringMap},
+		{"Node.Taints", "Node", nil, KindList},
+		{"Node.Taints[].Effect", "Node.Taints[]", nil, KindString},
+		{"Node.KubeletAPI", "Node", nil, KindSection},
+		{"Node.KubeletAPI.MaxSessionsPerNode", "Node.KubeletAPI", nil, KindInteger},
+		{"Site.PollInterval", "Site", reflect.TypeFor[time.Duration](), KindDuration},
 	} {
 		k, ok := got[want.path]
 		switch {
@@ -60,8 +65,8 @@ func TestKeysShapes(t *testing.T) {
 			t.Errorf("Keys lacks %s", want.path)
 		case k.Parent != want.parent:
 			t.Errorf("Keys gives %s the parent %q; want %q", want.path, k.Parent, want.parent)
-		case k.Section != want.section:
-			t.Errorf("Keys gives %s Section %v; want %v", want.path, k.Section, want.section)
+		case k.Kind != want.kind:
+			t.Errorf("Keys gives %s the kind %v; want %v", want.path, k.Kind, want.kind)
 		case want.typ != nil && k.Type != want.typ:
 			t.Errorf("Keys gives %s the type %v; want %v", want.path, k.Type, want.typ)
 		}

@@ -13,34 +13,20 @@ import (
 // file a row: | `KEY` | TYPE | DEFAULT | what it does |.
 const referencePage = "../../docs/configuration.md"
 
-// typeWord is how the reference's type column starts for a key of type t.
-func typeWord(t reflect.Type) string {
-	if t == durationType {
-		return "duration"
+// typeWords are how the reference's type column starts for a key of
+// each kind; a key of another kind names its Go kind.
+var typeWords = map[Kind]string{
+	KindString: "string", KindBool: "boolean", KindInteger: "integer", KindNumber: "number",
+	KindDuration: "duration", KindStrings: "list of strings", KindList: "list",
+	KindStringMap: "map of strings", KindMap: "map",
+}
+
+// typeWord is how the reference's type column starts for k.
+func typeWord(k Key) string {
+	if w, ok := typeWords[k.Kind]; ok {
+		return w
 	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return typeWord(t.Elem())
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Int, reflect.Int64:
-		return "integer"
-	case reflect.Float64:
-		return "number"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.String {
-			return "list of strings"
-		}
-		return "list"
-	case reflect.Map:
-		if t.Elem().Kind() == reflect.String {
-			return "map of strings"
-		}
-		return "map"
-	}
-	return t.Kind().String()
+	return k.Type.Kind().String()
 }
 
 // defaultText is how the reference's default column shows a default that
@@ -101,7 +87,7 @@ func TestReferenceNamesEveryKey(t *testing.T) {
 	}
 	var keys []Key
 	for _, k := range Keys() {
-		if !k.Section {
+		if k.Kind != KindSection {
 			keys = append(keys, k)
 		}
 	}
@@ -113,7 +99,7 @@ func TestReferenceNamesEveryKey(t *testing.T) {
 			t.Errorf("the reference has no row for %s", k.Path)
 			continue
 		}
-		if w := typeWord(k.Type); !strings.HasPrefix(r.typ, w) {
+		if w := typeWord(k); !strings.HasPrefix(r.typ, w) {
 			t.Errorf("the reference says %s is %q; the configuration's type is %s", k.Path, r.typ, w)
 		}
 		if d := defaultText(k.Default); d != "" && !versionDependent[k.Path] && !strings.Contains(r.def, "`"+d+"`") {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
 )
@@ -43,28 +42,21 @@ func (n *schemaNode) hasType(want string) bool {
 	return false
 }
 
-// schemaType is the JSON schema type of a configuration key of type t.
-func schemaType(t reflect.Type) string {
-	if t == reflect.TypeFor[time.Duration]() {
-		return "string"
+// schemaTypes are the JSON schema types of configuration keys by kind; a
+// key of another kind names its Go kind.
+var schemaTypes = map[config.Kind]string{
+	config.KindString: "string", config.KindDuration: "string", config.KindBool: "boolean",
+	config.KindInteger: "integer", config.KindNumber: "number",
+	config.KindStrings: "array", config.KindList: "array",
+	config.KindStringMap: "object", config.KindMap: "object", config.KindSection: "object",
+}
+
+// schemaType is the JSON schema type of k.
+func schemaType(k config.Key) string {
+	if w, ok := schemaTypes[k.Kind]; ok {
+		return w
 	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return schemaType(t.Elem())
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Int, reflect.Int64:
-		return "integer"
-	case reflect.Float64:
-		return "number"
-	case reflect.Slice:
-		return "array"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	}
-	return t.Kind().String()
+	return k.Type.Kind().String()
 }
 
 // TestSchemaKnowsEveryKey: values.schema.json refuses what sluice-vk does
@@ -95,15 +87,15 @@ func TestSchemaKnowsEveryKey(t *testing.T) {
 		}
 		p := n.Properties[k.Name]
 		if p == nil {
-			t.Errorf("values.schema.json has no config.%s (%s)", k.Path, schemaType(k.Type))
+			t.Errorf("values.schema.json has no config.%s (%s)", k.Path, schemaType(k))
 			continue
 		}
-		if want := schemaType(k.Type); !p.hasType(want) {
+		if want := schemaType(k); !p.hasType(want) {
 			t.Errorf("values.schema.json types config.%s as %v; sluice reads a %s", k.Path, p.Type, want)
 			continue
 		}
 		switch ft := k.Type; {
-		case k.Section:
+		case k.Kind == config.KindSection:
 			nodes[k.Path] = p
 		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
 			e := p.elements()
