@@ -13,90 +13,20 @@ import (
 // file a row: | `KEY` | TYPE | DEFAULT | what it does |.
 const referencePage = "../../docs/configuration.md"
 
-// refKey is a key of the configuration file as the reference names it:
-// Network.SSH.Port, Site.Flavors.<name>.CPUDefault, Node.Taints[].Key.
-type refKey struct {
-	name string
-	typ  reflect.Type
-	// def is the value Default fills into an empty configuration, when it
-	// fills one.
-	def reflect.Value
+// typeWords are how the reference's type column starts for a key of
+// each kind; a key of another kind names its Go kind.
+var typeWords = map[Kind]string{
+	KindString: "string", KindBool: "boolean", KindInteger: "integer", KindNumber: "number",
+	KindDuration: "duration", KindStrings: "list of strings", KindList: "list",
+	KindStringMap: "map of strings", KindMap: "map",
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
-
-// referenceKeys walks the configuration's types by their yaml tags and
-// returns every key, with the defaults of an empty configuration. A struct
-// is a section: its fields are keys, not it (a map or list of structs is
-// both a key and the prefix of its elements' keys). Inline structs add
-// their keys to their parent's.
-func referenceKeys() []refKey {
-	var c Config
-	c.Default()
-	var keys []refKey
-	var walk func(prefix string, t reflect.Type, v reflect.Value)
-	walk = func(prefix string, t reflect.Type, v reflect.Value) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			var fv reflect.Value
-			if v.IsValid() {
-				fv = v.Field(i)
-			}
-			if opts == "inline" {
-				walk(prefix, f.Type, fv)
-				continue
-			}
-			if tag == "" || tag == "-" {
-				continue
-			}
-			name := prefix + tag
-			switch ft := f.Type; {
-			case ft.Kind() == reflect.Struct && ft != durationType:
-				walk(name+".", ft, fv)
-			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
-				keys = append(keys, refKey{name: name, typ: ft})
-				walk(name+".<name>.", ft.Elem(), reflect.Value{})
-			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-				keys = append(keys, refKey{name: name, typ: ft})
-				walk(name+"[].", ft.Elem(), reflect.Value{})
-			default:
-				keys = append(keys, refKey{name: name, typ: ft, def: fv})
-			}
-		}
+// typeWord is how the reference's type column starts for k.
+func typeWord(k Key) string {
+	if w, ok := typeWords[k.Kind]; ok {
+		return w
 	}
-	walk("", reflect.TypeFor[Config](), reflect.ValueOf(c))
-	return keys
-}
-
-// typeWord is how the reference's type column starts for a key of type t.
-func typeWord(t reflect.Type) string {
-	if t == durationType {
-		return "duration"
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return typeWord(t.Elem())
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Int, reflect.Int64:
-		return "integer"
-	case reflect.Float64:
-		return "number"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.String {
-			return "list of strings"
-		}
-		return "list"
-	case reflect.Map:
-		if t.Elem().Kind() == reflect.String {
-			return "map of strings"
-		}
-		return "map"
-	}
-	return t.Kind().String()
+	return k.Type.Kind().String()
 }
 
 // defaultText is how the reference's default column shows a default that
@@ -118,9 +48,9 @@ func defaultText(v reflect.Value) string {
 // version, which the reference shows as a pattern.
 var versionDependent = map[string]bool{"Network.SSH.TunnelImage": true}
 
-// docs/configuration.md gives every key of the configuration file a row,
-// with its type and the default that Default fills, and no row to a key
-// the file does not have.
+// docs/configuration.md gives every key of the configuration file (every
+// one of Keys but the sections) a row, with its type and the default that
+// Default fills, and no row to a key the file does not have.
 func TestReferenceNamesEveryKey(t *testing.T) {
 	page, err := os.ReadFile(referencePage)
 	if err != nil {
@@ -155,20 +85,25 @@ func TestReferenceNamesEveryKey(t *testing.T) {
 		}
 		rows[name] = row{typ: cells[0], def: cells[1]}
 	}
-	keys := referenceKeys()
+	var keys []Key
+	for _, k := range Keys() {
+		if k.Kind != KindSection {
+			keys = append(keys, k)
+		}
+	}
 	known := map[string]bool{}
 	for _, k := range keys {
-		known[k.name] = true
-		r, ok := rows[k.name]
+		known[k.Path] = true
+		r, ok := rows[k.Path]
 		if !ok {
-			t.Errorf("the reference has no row for %s", k.name)
+			t.Errorf("the reference has no row for %s", k.Path)
 			continue
 		}
-		if w := typeWord(k.typ); !strings.HasPrefix(r.typ, w) {
-			t.Errorf("the reference says %s is %q; the configuration's type is %s", k.name, r.typ, w)
+		if w := typeWord(k); !strings.HasPrefix(r.typ, w) {
+			t.Errorf("the reference says %s is %q; the configuration's type is %s", k.Path, r.typ, w)
 		}
-		if d := defaultText(k.def); d != "" && !versionDependent[k.name] && !strings.Contains(r.def, "`"+d+"`") {
-			t.Errorf("the reference gives %s the default %q; Default fills `%s`", k.name, r.def, d)
+		if d := defaultText(k.Default); d != "" && !versionDependent[k.Path] && !strings.Contains(r.def, "`"+d+"`") {
+			t.Errorf("the reference gives %s the default %q; Default fills `%s`", k.Path, r.def, d)
 		}
 	}
 	for name := range rows {
@@ -178,28 +113,5 @@ func TestReferenceNamesEveryKey(t *testing.T) {
 	}
 	if len(keys) < 60 {
 		t.Errorf("found %d keys by reflection; the walk lost some (Config has more than 60)", len(keys))
-	}
-}
-
-// The walk finds keys of every shape: a section's field, an inline
-// struct's, a map's elements', a list's elements'.
-func TestReferenceKeysShapes(t *testing.T) {
-	got := map[string]bool{}
-	for _, k := range referenceKeys() {
-		got[k.name] = true
-	}
-	for _, want := range []string{
-		"NodeName", "Network.SSH.Reverse.AllowSocks", "Site.CommandPrefix",
-		"Site.Flavors", "Site.Flavors.<name>.SlurmFlags", "Node.Taints", "Node.Taints[].Effect",
-		"Node.KubeletAPI.MaxSessionsPerNode",
-	} {
-		if !got[want] {
-			t.Errorf("referenceKeys lacks %s", want)
-		}
-	}
-	for _, section := range []string{"Site", "Network", "Network.SSH", "Node.KubeletAPI"} {
-		if got[section] {
-			t.Errorf("referenceKeys lists the section %s as a key", section)
-		}
 	}
 }

@@ -9,16 +9,6 @@ import (
 	"github.com/sluice-hpc/sluice/internal/annotations"
 )
 
-// optionSource says where apptainer options come from, which decides what
-// they may be.
-type optionSource int
-
-const (
-	optionsFromSite optionSource = iota // Site.SingularityDefaultOptions
-	optionsFromPod                      // slurm-job.vk.io/singularity-options
-	mountsFromPod                       // slurm-job.vk.io/singularity-mounts: binds only
-)
-
 // apptainerOption is what sluice knows of an option of apptainer exec/run.
 type apptainerOption struct {
 	value bool // takes a value (the next word, or after '=')
@@ -81,6 +71,19 @@ var apptainerShort = map[byte]string{
 	'f': "fakeroot", 'n': "net",
 }
 
+// apptainerGrammar is how walkOptions reads apptainer options.
+var apptainerGrammar = optionGrammar{
+	runtime: "apptainer",
+	what:    "the image",
+	short:   apptainerShort,
+	rule: func(name string) (optionRule, bool) {
+		o, ok := apptainerOptions[name]
+		return optionRule{value: o.value, refused: o.refused}, ok
+	},
+	mount:      "bind",
+	mountsOnly: annotations.SingularityMounts + " takes binds only (--bind src:dst[:ro])",
+}
+
 // checkApptainerOptions reads apptainer options, each element of opts one
 // or more shell words ("--bind /a:/b", as interLink joins them), and gives
 // them as words in long form (--name, --name=value), each checked: a known
@@ -95,67 +98,32 @@ func checkApptainerOptions(opts []string, src optionSource) ([]string, error) {
 	return checkApptainerWords(words, src)
 }
 
-// optionWords splits runtime options, each element one or more shell
-// words, into words.
-func optionWords(opts []string) ([]string, error) {
-	var words []string
-	for _, o := range opts {
-		w, err := splitWords(o)
-		if err != nil {
-			return nil, err
-		}
-		words = append(words, w...)
-	}
-	return words, nil
-}
-
 // checkApptainerWords checks options already split into words (as
 // checkApptainerOptions gives them) and gives them in long form.
 func checkApptainerWords(words []string, src optionSource) ([]string, error) {
-	var out []string
-	for i := 0; i < len(words); i++ {
-		word := words[i]
-		name, value, hasValue, err := apptainerWord(word)
-		if err != nil {
-			return nil, err
-		}
-		opt, known := apptainerOptions[name]
-		switch {
-		case !known:
-			return nil, fmt.Errorf("%q: sluice does not know the apptainer option --%s", word, name)
-		case opt.refused != "":
-			return nil, fmt.Errorf("%q: --%s is refused: %s", word, name, opt.refused)
-		case src == mountsFromPod && !opt.bind:
-			return nil, fmt.Errorf("%q: %s takes binds only (--bind src:dst[:ro])", word, annotations.SingularityMounts)
-		case !opt.value && hasValue:
-			return nil, fmt.Errorf("%q: --%s takes no value", word, name)
-		case opt.value && !hasValue:
-			if i+1 == len(words) || strings.HasPrefix(words[i+1], "-") {
-				return nil, fmt.Errorf("%q: --%s needs a value", word, name)
-			}
-			i++
-			value = words[i]
-		}
-		if !opt.value {
-			out = append(out, "--"+name)
-			continue
-		}
-		if hasControl(value) {
-			return nil, fmt.Errorf("--%s %q: control characters are not allowed", name, value)
-		}
-		if opt.bind {
-			if _, err := parseBinds(value); err != nil {
-				return nil, fmt.Errorf("--%s %q: %w", name, value, err)
-			}
-		}
-		if opt.mounts {
-			if err := checkMountTargets(name, value); err != nil {
-				return nil, fmt.Errorf("--%s %q: %w", name, value, err)
-			}
-		}
-		out = append(out, "--"+name+"="+value)
+	return apptainerGrammar.walkOptions(words, src, takeApptainerValue)
+}
+
+// takeApptainerValue checks the value of an apptainer option that takes
+// one: no control characters, binds checked by parseBinds, the paths of
+// mounts by checkMountTargets. It gives the option as one word,
+// --name=value.
+func takeApptainerValue(name, value string) ([]string, error) {
+	if hasControl(value) {
+		return nil, fmt.Errorf("--%s %q: control characters are not allowed", name, value)
 	}
-	return out, nil
+	opt := apptainerOptions[name]
+	if opt.bind {
+		if _, err := parseBinds(value); err != nil {
+			return nil, fmt.Errorf("--%s %q: %w", name, value, err)
+		}
+	}
+	if opt.mounts {
+		if err := checkMountTargets(name, value); err != nil {
+			return nil, fmt.Errorf("--%s %q: %w", name, value, err)
+		}
+	}
+	return []string{"--" + name + "=" + value}, nil
 }
 
 // checkMountTargets checks the container paths that --home (src[:dst])
@@ -185,32 +153,6 @@ func covers(dst string) bool {
 		}
 	}
 	return false
-}
-
-// apptainerWord reads one option word: --name, --name=value, -x, -xvalue.
-func apptainerWord(word string) (name, value string, hasValue bool, err error) {
-	return optionWord(word, apptainerShort, "apptainer", "the image")
-}
-
-// optionWord reads one option word of a runtime whose one-letter options
-// are short: --name, --name=value, -x, -xvalue. A word that is no option
-// would be read as what follows the options (what).
-func optionWord(word string, short map[byte]string, runtime, what string) (name, value string, hasValue bool, err error) {
-	switch {
-	case strings.HasPrefix(word, "--"):
-		name, value, hasValue = strings.Cut(word[2:], "=")
-		return name, value, hasValue, nil
-	case len(word) >= 2 && word[0] == '-':
-		long, ok := short[word[1]]
-		if !ok {
-			return "", "", false, fmt.Errorf("%q: sluice does not know the %s option -%c", word, runtime, word[1])
-		}
-		if len(word) > 2 {
-			return long, strings.TrimPrefix(word[2:], "="), true, nil
-		}
-		return long, "", false, nil
-	}
-	return "", "", false, fmt.Errorf("%q is not an %s option (a value goes right after its option); it would be read as %s", word, runtime, what)
 }
 
 // Bind is one bind of a --bind list: src[:dst[:ro|rw]].

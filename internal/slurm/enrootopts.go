@@ -9,15 +9,9 @@ import (
 	"github.com/sluice-hpc/sluice/internal/annotations"
 )
 
-// enrootOption is what sluice knows of an option of enroot start.
-type enrootOption struct {
-	value   bool   // takes a value (the next word, or after '=')
-	refused string // why sluice refuses it, "" when accepted
-}
-
 // enrootOptions are the options of enroot start (3.x) by long name; the
 // one-letter forms are in enrootShort.
-var enrootOptions = map[string]enrootOption{
+var enrootOptions = map[string]optionRule{
 	"root":  {},
 	"rw":    {},
 	"env":   {value: true},
@@ -28,6 +22,20 @@ var enrootOptions = map[string]enrootOption{
 }
 
 var enrootShort = map[byte]string{'r': "root", 'w': "rw", 'e': "env", 'm': "mount", 'c': "conf"}
+
+// enrootGrammar is how walkOptions reads enroot start options.
+var enrootGrammar = optionGrammar{
+	runtime: "enroot start",
+	what:    "the container",
+	short:   enrootShort,
+	rule: func(name string) (optionRule, bool) {
+		o, ok := enrootOptions[name]
+		return o, ok
+	},
+	mount:      "mount",
+	mountsOnly: annotations.EnrootMounts + " takes mounts only (--mount src:dst[:none[:options]])",
+	bareMounts: true,
+}
 
 // envAssignment is enroot's --env value: KEY or KEY=VAL.
 var envAssignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(=|$)`)
@@ -48,60 +56,23 @@ func checkEnrootOptions(opts []string, src optionSource) ([]string, error) {
 
 // checkEnrootWords checks options already split into words.
 func checkEnrootWords(words []string, src optionSource) ([]string, error) {
-	var out []string
-	for i := 0; i < len(words); i++ {
-		word := words[i]
-		if src == mountsFromPod && !strings.HasPrefix(word, "-") {
-			if err := parseEnrootMount(word); err != nil {
-				return nil, err
-			}
-			out = append(out, "--mount", word)
-			continue
-		}
-		name, value, hasValue, err := enrootWord(word)
-		if err != nil {
-			return nil, err
-		}
-		opt, known := enrootOptions[name]
-		switch {
-		case !known:
-			return nil, fmt.Errorf("%q: sluice does not know the enroot start option --%s", word, name)
-		case opt.refused != "":
-			return nil, fmt.Errorf("%q: --%s is refused: %s", word, name, opt.refused)
-		case src == mountsFromPod && name != "mount":
-			return nil, fmt.Errorf("%q: %s takes mounts only (--mount src:dst[:none[:options]])", word, annotations.EnrootMounts)
-		case !opt.value && hasValue:
-			return nil, fmt.Errorf("%q: --%s takes no value", word, name)
-		case opt.value && !hasValue:
-			if i+1 == len(words) || strings.HasPrefix(words[i+1], "-") {
-				return nil, fmt.Errorf("%q: --%s needs a value", word, name)
-			}
-			i++
-			value = words[i]
-		}
-		if !opt.value {
-			out = append(out, "--"+name)
-			continue
-		}
-		switch name {
-		case "mount":
-			err = parseEnrootMount(value)
-		case "env":
-			if !envAssignment.MatchString(value) || hasControl(value) {
-				err = fmt.Errorf("--env %q: want KEY or KEY=VALUE, KEY a shell name, no control characters", value)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, "--"+name, value)
-	}
-	return out, nil
+	return enrootGrammar.walkOptions(words, src, takeEnrootValue)
 }
 
-// enrootWord reads one option word: --name, --name=value, -x, -xvalue.
-func enrootWord(word string) (name, value string, hasValue bool, err error) {
-	return optionWord(word, enrootShort, "enroot start", "the container")
+// takeEnrootValue checks the value of an enroot start option that takes
+// one and gives them as two words.
+func takeEnrootValue(name, value string) ([]string, error) {
+	switch name {
+	case "mount":
+		if err := parseEnrootMount(value); err != nil {
+			return nil, err
+		}
+	case "env":
+		if !envAssignment.MatchString(value) || hasControl(value) {
+			return nil, fmt.Errorf("--env %q: want KEY or KEY=VALUE, KEY a shell name, no control characters", value)
+		}
+	}
+	return []string{"--" + name, value}, nil
 }
 
 // enrootMountOptions are the mount options sluice passes on in an enroot

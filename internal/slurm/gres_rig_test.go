@@ -3,13 +3,8 @@
 package slurm
 
 import (
-	"context"
-	"path"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // A pod asking for nvidia.com/gpu: 1 gets the site's GPU flavor, as in
@@ -25,31 +20,12 @@ func TestRigGPUFlavorJob(t *testing.T) {
 			"gpu": {Name: "gpu", CPUs: 2, Flags: []string{"--partition=debug", "--gres=gpu:1"}, GPUs: 1},
 		},
 	}
-	pod := simplePod(e.rig.Get(t, "RIG_IMAGE"))
-	pod.Name, pod.Namespace, pod.UID = "gpu", "rig", types.UID(newUID(t))
-	pod.Spec.Containers[0].Command = []string{"sh", "-c", `echo "gpus=$CUDA_VISIBLE_DEVICES"`}
-	pod.Spec.Containers[0].Args = nil
-	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": qty("1")}
-	job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: e.c.Runtime, Site: e.c.SiteOptions})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if job.Flavor != "gpu" || len(job.Warnings) != 0 {
-		t.Fatalf("got flavor %q, warnings %+v; want gpu and none", job.Flavor, job.Warnings)
-	}
-	ref := e.submit(t, job)
-	if st := e.wait(t, ref, "final", final); st.State != StateCompleted {
-		t.Fatalf("state %s; want COMPLETED: %+v", st.State, st)
-	}
-	if got := e.logs(t, ref, "hello", LogOptions{Tail: -1}); got != "gpus=0\n" {
-		t.Errorf("logs = %q; want %q (Slurm gave the job the node's first GPU)", got, "gpus=0\n")
+	pod := e.gpuPod(t, "gpu", `echo "gpus=$CUDA_VISIBLE_DEVICES"`)
+	logs, held := e.runGPUJob(t, pod)
+	if logs != "gpus=0\n" {
+		t.Errorf("logs = %q; want %q (Slurm gave the job the node's first GPU)", logs, "gpus=0\n")
 	}
 	// The same job, held, read back with scontrol before it runs.
-	script, err := Script(job, ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime, Site: e.c.SiteOptions})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := e.heldJob(t, script)
 	if got := held["TresPerNode"]; !strings.Contains(got, "gpu:1") {
 		t.Errorf("scontrol shows TresPerNode=%q; want gres:gpu:1", got)
 	}

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
 )
@@ -44,28 +42,21 @@ func (n *schemaNode) hasType(want string) bool {
 	return false
 }
 
-// schemaType is the JSON schema type of a configuration key of type t.
-func schemaType(t reflect.Type) string {
-	if t == reflect.TypeFor[time.Duration]() {
-		return "string"
+// schemaTypes are the JSON schema types of configuration keys by kind; a
+// key of another kind names its Go kind.
+var schemaTypes = map[config.Kind]string{
+	config.KindString: "string", config.KindDuration: "string", config.KindBool: "boolean",
+	config.KindInteger: "integer", config.KindNumber: "number",
+	config.KindStrings: "array", config.KindList: "array",
+	config.KindStringMap: "object", config.KindMap: "object", config.KindSection: "object",
+}
+
+// schemaType is the JSON schema type of k.
+func schemaType(k config.Key) string {
+	if w, ok := schemaTypes[k.Kind]; ok {
+		return w
 	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return schemaType(t.Elem())
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Int, reflect.Int64:
-		return "integer"
-	case reflect.Float64:
-		return "number"
-	case reflect.Slice:
-		return "array"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	}
-	return t.Kind().String()
+	return k.Type.Kind().String()
 }
 
 // TestSchemaKnowsEveryKey: values.schema.json refuses what sluice-vk does
@@ -85,45 +76,38 @@ func TestSchemaKnowsEveryKey(t *testing.T) {
 	if cfg == nil {
 		t.Fatal("values.schema.json has no config")
 	}
-	var walk func(prefix string, typ reflect.Type, n *schemaNode)
-	walk = func(prefix string, typ reflect.Type, n *schemaNode) {
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if opts == "inline" {
-				walk(prefix, f.Type, n)
-				continue
+	// nodes holds the schema of each key's parent, found as Keys lists
+	// the parent first; the keys below one the schema lacks are not
+	// looked for.
+	nodes := map[string]*schemaNode{"": cfg}
+	for _, k := range config.Keys() {
+		n := nodes[k.Parent]
+		if n == nil {
+			continue
+		}
+		p := n.Properties[k.Name]
+		if p == nil {
+			t.Errorf("values.schema.json has no config.%s (%s)", k.Path, schemaType(k))
+			continue
+		}
+		if want := schemaType(k); !p.hasType(want) {
+			t.Errorf("values.schema.json types config.%s as %v; sluice reads a %s", k.Path, p.Type, want)
+			continue
+		}
+		switch ft := k.Type; {
+		case k.Kind == config.KindSection:
+			nodes[k.Path] = p
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+			e := p.elements()
+			nodes[k.Path+".<name>"] = e
+			if e == nil {
+				t.Errorf("values.schema.json has no schema for the values of config.%s", k.Path)
 			}
-			if tag == "" || tag == "-" {
-				continue
-			}
-			name := prefix + tag
-			p := n.Properties[tag]
-			if p == nil {
-				t.Errorf("values.schema.json has no config.%s (%s)", name, schemaType(f.Type))
-				continue
-			}
-			if want := schemaType(f.Type); !p.hasType(want) {
-				t.Errorf("values.schema.json types config.%s as %v; sluice reads a %s", name, p.Type, want)
-				continue
-			}
-			switch ft := f.Type; {
-			case ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Duration]():
-				walk(name+".", ft, p)
-			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
-				if e := p.elements(); e == nil {
-					t.Errorf("values.schema.json has no schema for the values of config.%s", name)
-				} else {
-					walk(name+".<name>.", ft.Elem(), e)
-				}
-			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-				if p.Items == nil {
-					t.Errorf("values.schema.json has no schema for the items of config.%s", name)
-				} else {
-					walk(name+"[].", ft.Elem(), p.Items)
-				}
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			nodes[k.Path+"[]"] = p.Items
+			if p.Items == nil {
+				t.Errorf("values.schema.json has no schema for the items of config.%s", k.Path)
 			}
 		}
 	}
-	walk("", reflect.TypeFor[config.Config](), cfg)
 }

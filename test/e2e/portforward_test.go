@@ -101,15 +101,7 @@ func TestPortForwardToTheJobsLoopback(t *testing.T) {
 			// Forwarding stopped, the node keeps no session of it.
 			user := e.rig.Get(t, "RIG_USER")
 			// A stream open mid-transfer holds the node's session.
-			open, err := net.DialTimeout("tcp", addr, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(open, "GET /big HTTP/1.0\r\n\r\n")
-			_ = open.SetDeadline(time.Now().Add(20 * time.Second))
-			if _, err := io.ReadFull(open, make([]byte, 1<<20)); err != nil {
-				t.Fatalf("first MiB: %v", err)
-			}
+			open := openTransfer(t, addr)
 			if pids, err := sessionPids(nodeNetns, user); err != nil || len(pids) == 0 {
 				t.Errorf("got sshd sessions %v (%v) on the node mid-transfer; want the port-forward's", pids, err)
 			}
@@ -124,22 +116,7 @@ func TestPortForwardToTheJobsLoopback(t *testing.T) {
 
 	t.Run("closed port", func(t *testing.T) {
 		addr, _ := e.portForward(rc, "pf", port+1, true)
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
-		fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
-		start := time.Now()
-		n, err := io.Copy(io.Discard, c)
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			t.Fatalf("a connection to a closed port hung for 20s; want it ended")
-		}
-		if n != 0 {
-			t.Errorf("got %d bytes from a closed port", n)
-		}
-		t.Logf("closed port: connection ended after %v (%v)", time.Since(start).Round(time.Millisecond), err)
+		closedPortEnds(t, addr)
 	})
 }
 
@@ -185,6 +162,45 @@ func getConcurrently(t *testing.T, addr string, n int) {
 			t.Errorf("one of %d concurrent requests: %v", n, err)
 		}
 	}
+}
+
+// openTransfer starts a download of the httpdPod's /big from addr and
+// reads its first MiB: a stream open mid-transfer, for 20s at most.
+func openTransfer(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET /big HTTP/1.0\r\n\r\n")
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, 1<<20)); err != nil {
+		c.Close()
+		t.Fatalf("first MiB: %v", err)
+	}
+	return c
+}
+
+// closedPortEnds checks that a connection to addr, forwarded to a port
+// nobody listens on, ends without a byte instead of hanging.
+func closedPortEnds(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
+	start := time.Now()
+	n, err := io.Copy(io.Discard, c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("a connection to a closed port hung for 20s; want it ended")
+	}
+	if n != 0 {
+		t.Errorf("got %d bytes from a closed port", n)
+	}
+	t.Logf("closed port: connection ended after %v (%v)", time.Since(start).Round(time.Millisecond), err)
 }
 
 // downloadIntact downloads the httpdPod's /big from addr and checks it
