@@ -68,6 +68,7 @@ type tunnelOpts struct {
 	ssh     string // more keys of Network.SSH, indented four spaces
 	network string // more keys of Network, indented two spaces; $NAMESPACE is the test's
 	reverse string // more keys of Network.SSH.Reverse, indented six spaces
+	site    string // more keys of Site, indented two spaces
 	// nodeKnownHosts replaces the rig's pinned node host keys in the
 	// hpc-node-keys ConfigMap when not empty.
 	nodeKnownHosts string
@@ -96,6 +97,9 @@ func newTunnelEnv(t *testing.T, opts ...tunnelOpts) *env {
 		e.vkArgs = []string{"--namespace", e.ns, "--relay-binary", relay}
 		e.credentials(o.nodeKnownHosts)
 		e.importTunnelImage()
+		if o.site != "" {
+			e.addSiteKeys(o.site)
+		}
 	})
 }
 
