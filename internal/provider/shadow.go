@@ -102,6 +102,10 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 // setPodIP gives the pod the shadow's address (S3) and pushes it.
 func (p *Provider) setPodIP(st *podState, ip string) {
 	p.mu.Lock()
+	if st.final || st.deleting {
+		p.mu.Unlock()
+		return
+	}
 	changed := st.pod.Status.PodIP != ip
 	st.pod.Status.PodIP = ip
 	st.pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}

@@ -63,6 +63,7 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			p.followShadowIP(st, sp)
 			p.applyKept(st, sp)
 			snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
 			if err != nil {
@@ -74,6 +75,16 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// followShadowIP gives the pod the IP of its running shadow pod sp (nil if
+// none), the new one's once the Deployment has replaced it: Services
+// selecting the pod reach the job there (shadow.PodIP). Without a running
+// shadow pod the pod keeps the address it has.
+func (p *Provider) followShadowIP(st *podState, sp *corev1.Pod) {
+	if ip := shadow.ServedIP(sp); ip != "" {
+		p.setPodIP(st, ip)
+	}
 }
 
 // applyKept gives the pod the status its kept containers have in sp, its

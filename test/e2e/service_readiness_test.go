@@ -127,14 +127,24 @@ func TestServiceFollowsReadiness(t *testing.T) {
 	var ep discoveryv1.Endpoint
 	var port int32
 	e.waitFor("the pod's address in Service web's EndpointSlice, not ready", 30*time.Second, func() bool {
+		p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
 		var ok bool
-		ep, port, ok = e.sliceEndpoint("web", cur)
-		return ok && len(ep.Addresses) > 0 && ep.Addresses[0] == cur.Status.PodIP && endpointReady(ep) == "false"
+		cur = p
+		ep, port, ok = e.sliceEndpoint("web", p)
+		return ok && len(ep.Addresses) > 0 && ep.Addresses[0] == p.Status.PodIP && endpointReady(ep) == "false"
 	})
 	if port != 8080 {
 		t.Errorf("EndpointSlice port %d; want the container's 8080", port)
 	}
 	t.Logf("%v: EndpointSlice lists %s:%d ready=%s", since(), ep.Addresses[0], port, endpointReady(ep))
+	// the address listed is where the job's server answers
+	direct = net.JoinHostPort(cur.Status.PodIP, "8080")
+	if body, err := httpGet(direct, "/hosts"); err != nil || !strings.Contains(body, "localhost") {
+		t.Fatalf("the job's server at the endpoint's address %s: %q, %v; want its /etc/hosts", direct, firstLine(body), err)
+	}
 	e.serviceRefuses(through, "before the probe passed")
 	if p := e.waitPod("web", "still Running", time.Second, phaseIs(corev1.PodRunning)); podReady(p) {
 		t.Fatal("the pod is Ready before its readiness file exists")
@@ -147,7 +157,7 @@ func TestServiceFollowsReadiness(t *testing.T) {
 	touched := time.Now()
 	after := func() time.Duration { return time.Since(touched).Round(100 * time.Millisecond) }
 	e.waitPod("web", "Ready", 60*time.Second, podReady)
-	t.Logf("Ready %v after the readiness file was made", after())
+	t.Logf("%v: Ready, %v after the readiness file was made", since(), after())
 	e.waitFor("the pod's endpoint ready", 30*time.Second, func() bool {
 		p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -156,7 +166,7 @@ func TestServiceFollowsReadiness(t *testing.T) {
 		ep, _, ok := e.sliceEndpoint("web", p)
 		return ok && len(ep.Addresses) > 0 && ep.Addresses[0] == p.Status.PodIP && endpointReady(ep) == "true"
 	})
-	t.Logf("endpoint ready %v after the readiness file was made", after())
+	t.Logf("%v: endpoint ready, %v after the readiness file was made", since(), after())
 	var body string
 	told := false
 	e.waitFor("the job's server through Service web ("+through+")", 60*time.Second, func() bool {
@@ -167,10 +177,12 @@ func TestServiceFollowsReadiness(t *testing.T) {
 		}
 		return err == nil && strings.Contains(body, "localhost")
 	})
-	t.Logf("through the Service %v after the readiness file was made: %q", after(), firstLine(body))
+	t.Logf("%v: through the Service, %v after the readiness file was made: %q", since(), after(), firstLine(body))
 	byName := "web." + e.ns + ".svc.cluster.local"
 	if out := e.clientPod(byName, "80", "/hosts"); !strings.Contains(out, "localhost") {
 		t.Errorf("a client pod fetching from %s got %q; want the job's /etc/hosts", byName, out)
+	} else {
+		t.Logf("a client pod on the cluster's node fetched /hosts from %s: %q", byName, firstLine(out))
 	}
 
 	// not ready again: the Service stops sending
