@@ -65,6 +65,7 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 			defer func() { <-sem }()
 			p.followShadowIP(st, sp)
 			p.applyKept(st, sp)
+			p.gateShadow(ctx, st, sp)
 			snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
 			if err != nil {
 				p.log.Debug("provider: tunnel state not read", "pod", keyOf(st.pod), "error", err)
@@ -84,6 +85,32 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 func (p *Provider) followShadowIP(st *podState, sp *corev1.Pod) {
 	if ip := shadow.ServedIP(sp); ip != "" {
 		p.setPodIP(st, ip)
+	}
+}
+
+// gateShadow writes the pod's Ready onto its shadow pod sp (nil if none),
+// the condition of the shadow pod's readiness gate, when it differs: the
+// shadow Service then sends connections only while the pod is Ready.
+func (p *Provider) gateShadow(ctx context.Context, st *podState, sp *corev1.Pod) {
+	if sp == nil || sp.DeletionTimestamp != nil {
+		return
+	}
+	p.mu.Lock()
+	ready := false
+	for _, c := range st.pod.Status.Conditions {
+		ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+	}
+	key := keyOf(st.pod)
+	p.mu.Unlock()
+	want := corev1.ConditionFalse
+	if ready {
+		want = corev1.ConditionTrue
+	}
+	if shadow.OffloadedReady(sp) == want {
+		return
+	}
+	if err := p.cfg.Shadows.SetOffloadedReady(ctx, sp, ready, p.cfg.Now()); err != nil {
+		p.log.Warn("provider: the shadow's readiness not written", "pod", key, "error", err)
 	}
 }
 

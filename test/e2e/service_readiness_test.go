@@ -71,10 +71,11 @@ func podReady(p *corev1.Pod) bool {
 
 // TestServiceFollowsReadiness: a ClusterIP Service selecting an offloaded
 // pod whose readiness probe (run in the job, Site.EnableProbes) fails
-// lists the pod's address as not ready and sends nothing to it, although
-// the job's server answers at the pod's IP; once the probe passes, the
-// endpoint is ready and clients on the host and in a pod reach the job
-// through the Service; when the probe fails again, the Service stops.
+// lists the pod's address as not ready and sends nothing to it, nor does
+// the pod's shadow Service, although the job's server answers at the
+// pod's IP; once the probe passes, the endpoint is ready and clients on
+// the host and in a pod reach the job through the Service, and through
+// the shadow's; when the probe fails again, both stop.
 func TestServiceFollowsReadiness(t *testing.T) {
 	e := newTunnelEnv(t, tunnelOpts{site: "  EnableProbes: true\n"})
 	ctx := context.Background()
@@ -145,7 +146,8 @@ func TestServiceFollowsReadiness(t *testing.T) {
 	if body, err := httpGet(direct, "/hosts"); err != nil || !strings.Contains(body, "localhost") {
 		t.Fatalf("the job's server at the endpoint's address %s: %q, %v; want its /etc/hosts", direct, firstLine(body), err)
 	}
-	e.serviceRefuses(through, "before the probe passed")
+	shadowSvc := e.shadowAddr(created, 8080)
+	e.serviceRefuses("before the probe passed", through, shadowSvc)
 	if p := e.waitPod("web", "still Running", time.Second, phaseIs(corev1.PodRunning)); podReady(p) {
 		t.Fatal("the pod is Ready before its readiness file exists")
 	}
@@ -178,6 +180,11 @@ func TestServiceFollowsReadiness(t *testing.T) {
 		return err == nil && strings.Contains(body, "localhost")
 	})
 	t.Logf("%v: through the Service, %v after the readiness file was made: %q", since(), after(), firstLine(body))
+	e.waitFor("the job's server through the shadow Service ("+shadowSvc+")", 60*time.Second, func() bool {
+		body, err = httpGet(shadowSvc, "/hosts")
+		return err == nil && strings.Contains(body, "localhost")
+	})
+	t.Logf("%v: through the shadow Service, %v after the readiness file was made", since(), after())
 	byName := "web." + e.ns + ".svc.cluster.local"
 	if out := e.clientPod(byName, "80", "/hosts"); !strings.Contains(out, "localhost") {
 		t.Errorf("a client pod fetching from %s got %q; want the job's /etc/hosts", byName, out)
@@ -191,28 +198,31 @@ func TestServiceFollowsReadiness(t *testing.T) {
 	}
 	removed := time.Now()
 	e.waitPod("web", "not Ready", 60*time.Second, func(p *corev1.Pod) bool { return !podReady(p) })
-	e.waitFor("the Service to stop", 30*time.Second, func() bool {
+	e.waitFor("the Services to stop", 30*time.Second, func() bool {
 		_, err := httpGet(through, "/hosts")
-		return err != nil
+		_, errShadow := httpGet(shadowSvc, "/hosts")
+		return err != nil && errShadow != nil
 	})
-	t.Logf("the Service stopped %v after the readiness file was removed", time.Since(removed).Round(100*time.Millisecond))
-	e.serviceRefuses(through, "after the probe failed again")
+	t.Logf("both Services stopped %v after the readiness file was removed", time.Since(removed).Round(100*time.Millisecond))
+	e.serviceRefuses("after the probe failed again", through, shadowSvc)
 	if _, err := httpGet(direct, "/hosts"); err != nil {
 		t.Errorf("the job's server at the pod's IP %s, not ready: %v; want it still answering", direct, err)
 	}
 }
 
-// serviceRefuses checks, five times a second apart, that addr (a
-// Service) gives no answer from the job.
-func (e *env) serviceRefuses(addr, when string) {
+// serviceRefuses checks, five times a second apart, that each of addrs
+// (Services) gives no answer from the job.
+func (e *env) serviceRefuses(when string, addrs ...string) {
 	e.t.Helper()
 	for i := 0; i < 5; i++ {
-		body, err := httpGet(addr, "/hosts")
-		if err == nil {
-			e.t.Fatalf("%s: the Service %s answered %q; want nothing", when, addr, firstLine(body))
-		}
-		if i == 0 {
-			e.t.Logf("%s: the Service %s: %v", when, addr, err)
+		for _, addr := range addrs {
+			body, err := httpGet(addr, "/hosts")
+			if err == nil {
+				e.t.Fatalf("%s: the Service %s answered %q; want nothing", when, addr, firstLine(body))
+			}
+			if i == 0 {
+				e.t.Logf("%s: the Service %s: %v", when, addr, err)
+			}
 		}
 		time.Sleep(time.Second)
 	}
