@@ -146,6 +146,9 @@ func TestServiceFollowsReadiness(t *testing.T) {
 	if body, err := httpGet(direct, "/hosts"); err != nil || !strings.Contains(body, "localhost") {
 		t.Fatalf("the job's server at the endpoint's address %s: %q, %v; want its /etc/hosts", direct, firstLine(body), err)
 	}
+	// the tunnel up, so that nothing but readiness holds the Services back
+	e.waitTunnel("web", corev1.ConditionTrue, "")
+	t.Logf("%v: TunnelReady", since())
 	shadowSvc := e.shadowAddr(created, 8080)
 	e.serviceRefuses("before the probe passed", through, shadowSvc)
 	if p := e.waitPod("web", "still Running", time.Second, phaseIs(corev1.PodRunning)); podReady(p) {
