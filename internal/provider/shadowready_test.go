@@ -13,7 +13,7 @@ import (
 
 // TestShadowFollowsPodReadiness: the pod's Ready is written onto its
 // running shadow pod (the condition of its readiness gate) when it
-// changes, once per change.
+// changes, once per change, and closed once its job has ended.
 func TestShadowFollowsPodReadiness(t *testing.T) {
 	h, shadows, pod, _ := runShadowed(t, "gated")
 	gated := func() []bool {
@@ -36,5 +36,19 @@ func TestShadowFollowsPodReadiness(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // ten polls more
 	if got := gated(); !slices.Equal(got, []bool{true, false}) {
 		t.Errorf("writes %v; want one per change, [true false]", got)
+	}
+
+	// Ready again, then the job ends: the gate closes once, and stays
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	h.waitFor("the shadow told the pod is Ready again", func() bool { return slices.Equal(gated(), []bool{true, false, true}) })
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateCompleted, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true, Finished: true}}})
+	h.waitPhase(pod, corev1.PodSucceeded)
+	want := []bool{true, false, true, false}
+	h.waitFor("the shadow told the pod's job ended", func() bool { return slices.Equal(gated(), want) })
+	time.Sleep(50 * time.Millisecond)
+	if got := gated(); !slices.Equal(got, want) {
+		t.Errorf("writes %v; want %v", got, want)
 	}
 }
