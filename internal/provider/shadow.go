@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
@@ -27,6 +28,7 @@ type Shadows interface {
 	CleanOrphans(ctx context.Context, live func(uid string) bool) (int, error)
 	ShadowPods(ctx context.Context) (map[string]*corev1.Pod, error)
 	TunnelStatus(ctx context.Context, shadowPod *corev1.Pod) ([]tunnel.Snapshot, error)
+	SetOffloadedReady(ctx context.Context, shadowPod *corev1.Pod, ready bool, now time.Time) error
 }
 
 var _ Shadows = (*shadow.Manager)(nil)
@@ -102,6 +104,10 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 // setPodIP gives the pod the shadow's address (S3) and pushes it.
 func (p *Provider) setPodIP(st *podState, ip string) {
 	p.mu.Lock()
+	if st.final || st.deleting {
+		p.mu.Unlock()
+		return
+	}
 	changed := st.pod.Status.PodIP != ip
 	st.pod.Status.PodIP = ip
 	st.pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}

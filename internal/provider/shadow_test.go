@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
@@ -27,6 +28,23 @@ type fakeShadows struct {
 	nodes   []string
 	deleted int
 	tunnels []tunnel.Snapshot // what TunnelStatus answers
+	gated   []bool            // each SetOffloadedReady, in order
+}
+
+// SetOffloadedReady records ready and sets the condition on the shadow pod
+// when it is the one the fake holds.
+func (f *fakeShadows) SetOffloadedReady(_ context.Context, sp *corev1.Pod, ready bool, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gated = append(f.gated, ready)
+	if f.pod != nil && f.pod.Name == sp.Name {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		f.pod.Status.Conditions = []corev1.PodCondition{{Type: shadow.ConditionOffloadedReady, Status: st}}
+	}
+	return nil
 }
 
 func (f *fakeShadows) Ensure(_ context.Context, pod *corev1.Pod) (*shadow.Ref, error) {

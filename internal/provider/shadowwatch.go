@@ -39,17 +39,27 @@ func (p *Provider) shadowLoop(ctx context.Context) {
 
 // checkShadows makes one round: the shadow pods of the node are listed
 // once, and for each pod with a running job its kept containers' status is
-// taken and its tunnels are read.
+// taken, its readiness written onto its shadow pod and its tunnels are
+// read; a pod whose job does not run (pending, requeued, ended) has its
+// shadow pod's readiness gate closed, once.
 func (p *Provider) checkShadows(ctx context.Context) error {
-	var sts []*podState
+	type check struct {
+		st      *podState
+		running bool
+	}
+	var checks []check
 	p.mu.Lock()
 	for _, st := range p.pods {
-		if st.shadow && st.submitted && !st.final && !st.deleting && st.last.BatchHost != "" {
-			sts = append(sts, st)
+		if !st.shadow || !st.submitted || st.deleting {
+			continue
+		}
+		running := !st.final && st.last.BatchHost != ""
+		if running || st.gate != corev1.ConditionFalse {
+			checks = append(checks, check{st, running})
 		}
 	}
 	p.mu.Unlock()
-	if len(sts) == 0 {
+	if len(checks) == 0 {
 		return nil
 	}
 	shadows, err := p.cfg.Shadows.ShadowPods(ctx)
@@ -58,12 +68,18 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 	}
 	sem := make(chan struct{}, shadowChecks)
 	var wg sync.WaitGroup
-	for _, st := range sts {
-		sp := shadows[st.ref.UID]
+	for _, c := range checks {
+		st, sp := c.st, shadows[c.st.ref.UID]
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			if !c.running {
+				p.gateShadow(ctx, st, sp)
+				return
+			}
+			p.followShadowIP(st, sp)
 			p.applyKept(st, sp)
+			p.gateShadow(ctx, st, sp)
 			snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
 			if err != nil {
 				p.log.Debug("provider: tunnel state not read", "pod", keyOf(st.pod), "error", err)
@@ -74,6 +90,47 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// followShadowIP gives the pod the IP of its running shadow pod sp (nil if
+// none), the new one's once the Deployment has replaced it: Services
+// selecting the pod reach the job there (shadow.PodIP). Without a running
+// shadow pod the pod keeps the address it has.
+func (p *Provider) followShadowIP(st *podState, sp *corev1.Pod) {
+	if ip := shadow.ServedIP(sp); ip != "" {
+		p.setPodIP(st, ip)
+	}
+}
+
+// gateShadow writes the pod's Ready onto its shadow pod sp (nil if none),
+// the condition of the shadow pod's readiness gate, when it differs: the
+// shadow Service then sends connections only while the pod is Ready. A
+// shadow pod without the condition is not ready, as one without a pod.
+func (p *Provider) gateShadow(ctx context.Context, st *podState, sp *corev1.Pod) {
+	p.mu.Lock()
+	ready := false
+	for _, c := range st.pod.Status.Conditions {
+		ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+	}
+	key := keyOf(st.pod)
+	p.mu.Unlock()
+	open := false
+	if sp != nil && sp.DeletionTimestamp == nil {
+		open = shadow.OffloadedReady(sp) == corev1.ConditionTrue
+		if open != ready {
+			if err := p.cfg.Shadows.SetOffloadedReady(ctx, sp, ready, p.cfg.Now()); err != nil {
+				p.log.Warn("provider: the shadow's readiness not written", "pod", key, "error", err)
+				return
+			}
+			open = ready
+		}
+	}
+	p.mu.Lock()
+	st.gate = corev1.ConditionFalse
+	if open {
+		st.gate = corev1.ConditionTrue
+	}
+	p.mu.Unlock()
 }
 
 // applyKept gives the pod the status its kept containers have in sp, its

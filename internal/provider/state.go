@@ -50,6 +50,9 @@ type podState struct {
 	// status the job gives the pod.
 	tunnels    map[string]*tunnelSeen
 	tunnelCond *corev1.PodCondition
+	// gate is the shadow pod's readiness gate (shadow.ConditionOffloadedReady)
+	// as last seen or written; "" before the first look.
+	gate corev1.ConditionStatus
 	// waitMsg is the last reason a submission waits for, to record an
 	// Event once per new reason.
 	waitMsg string

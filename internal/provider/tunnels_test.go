@@ -35,8 +35,11 @@ func (h *harness) waitTunnelCond(pod *corev1.Pod, status corev1.ConditionStatus,
 	})
 }
 
-func TestTunnelStateGivesEventsAndCondition(t *testing.T) {
-	pod := testPod("tunneled")
+// runShadowed runs a pod exposing port 8080, with a fake shadow manager,
+// until its job runs on node1; it returns the pushed pod.
+func runShadowed(t *testing.T, name string) (*harness, *fakeShadows, *corev1.Pod, *corev1.Pod) {
+	t.Helper()
+	pod := testPod(name)
 	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
 	shadows := &fakeShadows{}
 	h := newHarness(t, func(c *Config) { c.Shadows = shadows }, pod)
@@ -46,7 +49,11 @@ func TestTunnelStateGivesEventsAndCondition(t *testing.T) {
 	h.waitEvent("submitted as Slurm job")
 	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
 		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
-	h.waitPhase(pod, corev1.PodRunning)
+	return h, shadows, pod, h.waitPhase(pod, corev1.PodRunning)
+}
+
+func TestTunnelStateGivesEventsAndCondition(t *testing.T) {
+	h, shadows, pod, _ := runShadowed(t, "tunneled")
 
 	// The job runs, but the shadow has no pod yet.
 	h.waitTunnelCond(pod, corev1.ConditionFalse, "ShadowPodMissing", "no pod")
@@ -110,17 +117,7 @@ func TestTunnelStateGivesEventsAndCondition(t *testing.T) {
 // as a new process counting from one again; the pod is told it was lost
 // and is back, each time.
 func TestReplacedShadowPodGivesTunnelEvents(t *testing.T) {
-	pod := testPod("replaced")
-	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
-	shadows := &fakeShadows{}
-	h := newHarness(t, func(c *Config) { c.Shadows = shadows }, pod)
-	if err := h.p.CreatePod(context.Background(), pod); err != nil {
-		t.Fatalf("CreatePod: %v", err)
-	}
-	h.waitEvent("submitted as Slurm job")
-	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
-		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
-	h.waitPhase(pod, corev1.PodRunning)
+	h, shadows, pod, _ := runShadowed(t, "replaced")
 
 	setPod := func(uid string, restarts int32) {
 		shadows.mu.Lock()

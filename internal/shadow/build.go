@@ -181,6 +181,7 @@ func (s Spec) deployment(meta metav1.ObjectMeta, pod *corev1.Pod, containers []c
 					EnableServiceLinks:           &no,
 					InitContainers:               kept.init,
 					Containers:                   containers,
+					ReadinessGates:               []corev1.PodReadinessGate{{ConditionType: ConditionOffloadedReady}},
 					Volumes:                      volumes,
 					ImagePullSecrets:             kept.pullSecrets,
 				},

@@ -327,6 +327,26 @@ func TestPodIP(t *testing.T) {
 		if ip, err := m.PodIP(ctx, pod); err != nil || ip == "" || ip != svc.Spec.ClusterIP {
 			t.Errorf("PodIP = %q, %v; want the ClusterIP %q", ip, err, svc.Spec.ClusterIP)
 		}
+		// once the shadow pod runs, its IP: Services selecting the pod
+		// reach the forward tunnel there
+		for _, sp := range []*corev1.Pod{
+			shadowPodObject(pod, "science-shadow", "pending", "", corev1.PodPending, 100, false),
+			shadowPodObject(pod, "science-shadow", "leaving", "10.244.0.5", corev1.PodRunning, 50, true),
+		} {
+			if _, err := c.CoreV1().Pods(sp.Namespace).Create(ctx, sp, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ip, err := m.PodIP(ctx, pod); err != nil || ip != svc.Spec.ClusterIP {
+			t.Errorf("PodIP with no running shadow pod = %q, %v; want the ClusterIP %q", ip, err, svc.Spec.ClusterIP)
+		}
+		running := shadowPodObject(pod, "science-shadow", "running", "10.244.0.9", corev1.PodRunning, 200, false)
+		if _, err := c.CoreV1().Pods(running.Namespace).Create(ctx, running, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if ip, err := m.PodIP(ctx, pod); err != nil || ip != "10.244.0.9" {
+			t.Errorf("PodIP = %q, %v; want the running shadow pod's 10.244.0.9", ip, err)
+		}
 	})
 	t.Run("shadow pod", func(t *testing.T) {
 		pod := testPod("science", "worker", withAnnotation(annotations.ReverseForwards, "redis:6379"))

@@ -81,38 +81,6 @@ func (m *Manager) nudge(ctx context.Context, pod *corev1.Pod, jobAtNode string) 
 	}
 }
 
-// PodIP is the address of the offloaded pod in the cluster: the shadow
-// Service's ClusterIP when the pod exposes TCP ports, else the shadow pod's
-// IP. It is "" while not known (the shadow or its pod does not exist yet,
-// or the pod gets no shadow). It looks in the shadow's own namespace: the
-// tenant namespace on a confined node.
-func (m *Manager) PodIP(ctx context.Context, pod *corev1.Pod) (string, error) {
-	if !Wanted(pod) {
-		return "", nil
-	}
-	ns, name := m.where(pod)
-	if err := m.access(ns); err != nil {
-		return "", err
-	}
-	if hasTCP(pod) {
-		svc, err := m.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return "", nil
-		case err != nil:
-			return "", fmt.Errorf("shadow: get service %s/%s: %w", ns, name, err)
-		case svc.Spec.ClusterIP == corev1.ClusterIPNone:
-			return "", nil
-		}
-		return svc.Spec.ClusterIP, nil
-	}
-	p, err := m.ShadowPod(ctx, pod)
-	if err != nil || p == nil {
-		return "", err
-	}
-	return p.Status.PodIP, nil
-}
-
 // ShadowPod returns the current pod of pod's shadow Deployment, or nil when
 // there is none: a running one if there is one, else the newest, those
 // being deleted last. The kept init containers' status and logs are its.

@@ -68,6 +68,7 @@ type tunnelOpts struct {
 	ssh     string // more keys of Network.SSH, indented four spaces
 	network string // more keys of Network, indented two spaces; $NAMESPACE is the test's
 	reverse string // more keys of Network.SSH.Reverse, indented six spaces
+	site    string // more keys of Site, indented two spaces
 	// nodeKnownHosts replaces the rig's pinned node host keys in the
 	// hpc-node-keys ConfigMap when not empty.
 	nodeKnownHosts string
@@ -96,6 +97,9 @@ func newTunnelEnv(t *testing.T, opts ...tunnelOpts) *env {
 		e.vkArgs = []string{"--namespace", e.ns, "--relay-binary", relay}
 		e.credentials(o.nodeKnownHosts)
 		e.importTunnelImage()
+		if o.site != "" {
+			e.addSiteKeys(o.site)
+		}
 	})
 }
 
@@ -190,7 +194,7 @@ func TestShadowForwardAndReverse(t *testing.T) {
 // with a reverse forward to Redis, and waits until its shadow in shadowNS
 // carries both ways: the job reaches Redis by name through the reverse
 // tunnel, and a cluster client reaches the server through the shadow's
-// Service, whose ClusterIP is the pod's IP. The pod runs 45 s more.
+// Service; the pod's IP is the running shadow pod's. The pod runs 45 s more.
 func (e *env) runTunnels(shadowNS string) (*corev1.Pod, *corev1.Service) {
 	e.t.Helper()
 	script := `busybox httpd -f -p 127.0.0.1:8080 -h /etc &
@@ -218,8 +222,9 @@ sleep 45
 		svc = s
 		return err == nil && s.Spec.ClusterIP != ""
 	})
-	got := e.waitPod("tunnels", "Running with the shadow's address", 120*time.Second, func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP == svc.Spec.ClusterIP
+	got := e.waitPod("tunnels", "Running with the shadow pod's address", 120*time.Second, func(p *corev1.Pod) bool {
+		sp := e.shadowPodNow(created, shadowNS)
+		return p.Status.Phase == corev1.PodRunning && sp != nil && p.Status.PodIP == sp.Status.PodIP
 	})
 
 	// the job reaches Redis by name through the reverse tunnel
