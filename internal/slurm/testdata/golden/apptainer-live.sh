@@ -461,6 +461,7 @@ sluice_post_start() {
 }
 
 # sluice_start NAME ... starts a container (see sluice_run) in the background.
+# shellcheck disable=SC2317 # unused when every container is kept
 sluice_start() {
 	if [ -z "$sluice_stop" ]; then
 		sluice_run "$@" &
