@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -33,6 +34,43 @@ func (p *Provider) readinessEvents(pod *corev1.Pod, prev, cur slurm.Status) {
 			p.event(pod, corev1.EventTypeNormal, EventProbeReady, "Readiness probe of container %s passed: the container is ready", name)
 		case !*now && was != nil && *was:
 			p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Readiness probe of container %s failed: the container is not ready", name)
+		}
+	}
+}
+
+// EventKilling tells that a container's liveness or startup probe, or
+// its postStart hook, killed it; EventFailedPostStartHook that the hook
+// failed.
+const (
+	EventKilling             = "Killing"
+	EventFailedPostStartHook = "FailedPostStartHook"
+)
+
+// restartEvents tells, as the kubelet does, each new kill of a container
+// by its probes or postStart hook that its job counted between two job
+// statuses: the probe's Unhealthy Warning (or FailedPostStartHook), then
+// Killing.
+func (p *Provider) restartEvents(pod *corev1.Pod, prev, cur slurm.Status) {
+	for _, name := range slices.Sorted(maps.Keys(cur.Containers)) {
+		c := cur.Containers[name]
+		n := c.RestartCount - prev.Containers[name].RestartCount
+		if n <= 0 || c.LastTermination == nil {
+			continue
+		}
+		times := ""
+		if n > 1 {
+			times = fmt.Sprintf(" (%d times since the last status)", n)
+		}
+		switch c.LastTermination.Reason {
+		case slurm.KilledByLiveness:
+			p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Liveness probe of container %s failed%s", name, times)
+			p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed liveness probe, will be restarted", name)
+		case slurm.KilledByStartup:
+			p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Startup probe of container %s failed%s", name, times)
+			p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed startup probe, will be restarted", name)
+		case slurm.KilledByPostStart:
+			p.event(pod, corev1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook of container %s failed%s", name, times)
+			p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed its postStart hook, will be restarted", name)
 		}
 	}
 }
