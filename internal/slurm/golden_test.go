@@ -81,6 +81,7 @@ var goldenCases = []struct {
 	{"none-probes", RuntimeNone, probedPod, SiteOptions{Probes: true}},
 	{"apptainer-live", RuntimeApptainer, livePod, SiteOptions{Probes: true}},
 	{"none-live", RuntimeNone, livePod, SiteOptions{Probes: true}},
+	{"enroot-live", RuntimeEnroot, livePod, SiteOptions{Probes: true}},
 }
 
 func TestGolden(t *testing.T) {

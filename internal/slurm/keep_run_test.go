@@ -139,22 +139,26 @@ func TestLivenessProbeKillWithRestartPolicyNever(t *testing.T) {
 // TestLivenessProbeKillsAfterTheGracePeriod: a container that ignores
 // SIGTERM is killed (SIGKILL) after the pod's grace period.
 func TestLivenessProbeKillsAfterTheGracePeriod(t *testing.T) {
-	job := keptJob(RestartOnFailure, `trap '' TERM; echo up; while [ ! -e stop ]; do sleep 0.05; done`)
-	job.Containers[0].Liveness = check("false")
-	dir, cmd := startJob(t, "sh", job, RuntimeNone)
-	defer func() {
-		// The container ignores SIGTERM: a file ends it.
-		_ = os.WriteFile(filepath.Join(dir, "stop"), nil, 0o600)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	waitFor(t, func() bool { n, _ := restartsOf(t, dir, "main"); return n >= 1 })
-	_, last := restartsOf(t, dir, "main")
-	if last.ExitCode != 137 {
-		t.Errorf("the killed run ended with %d; want 137 (SIGKILL)", last.ExitCode)
-	}
-	if d := last.FinishedAt.Sub(last.StartedAt); d < 2*time.Second {
-		t.Errorf("the run ended %v after it started; want the probe's second and the 2 s grace period", d)
+	for _, shell := range shells {
+		t.Run(shell, func(t *testing.T) {
+			job := keptJob(RestartOnFailure, `trap '' TERM; echo up; while [ ! -e stop ]; do sleep 0.05; done`)
+			job.Containers[0].Liveness = check("false")
+			dir, cmd := startJob(t, shell, job, RuntimeNone)
+			defer func() {
+				// The container ignores SIGTERM: a file ends it.
+				_ = os.WriteFile(filepath.Join(dir, "stop"), nil, 0o600)
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				_ = cmd.Wait()
+			}()
+			waitFor(t, func() bool { n, _ := restartsOf(t, dir, "main"); return n >= 1 })
+			_, last := restartsOf(t, dir, "main")
+			if last.ExitCode != 137 {
+				t.Errorf("the killed run ended with %d; want 137 (SIGKILL)", last.ExitCode)
+			}
+			if d := last.FinishedAt.Sub(last.StartedAt); d < 2*time.Second {
+				t.Errorf("the run ended %v after it started; want the probe's second and the 2 s grace period", d)
+			}
+		})
 	}
 }
 
