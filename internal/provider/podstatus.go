@@ -148,6 +148,9 @@ func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted
 			ExitCode: int32(r.ExitCode), Reason: exitReason(r.ExitCode, js.State),
 			StartedAt: start, FinishedAt: end, ContainerID: cs.ContainerID,
 		}
+		if r.KilledBy != "" {
+			cs.State.Terminated.Message = "killed by its " + killedBy(r.KilledBy)
+		}
 	case ok && r.BackOff && !final:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reasonBackOff,
 			Message: fmt.Sprintf("back-off restarting container %s, killed by its %s", c.Name, killedBy(r.LastTermination.Reason))}

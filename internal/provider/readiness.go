@@ -47,31 +47,38 @@ const (
 )
 
 // restartEvents tells, as the kubelet does, each new kill of a container
-// by its probes or postStart hook that its job counted between two job
-// statuses: the probe's Unhealthy Warning (or FailedPostStartHook), then
-// Killing.
+// by its probes or postStart hook between two job statuses: the probe's
+// Unhealthy Warning (or FailedPostStartHook), then Killing, which says
+// whether the container runs again (its job counted a restart) or not
+// (its job wrote what killed it for good).
 func (p *Provider) restartEvents(pod *corev1.Pod, prev, cur slurm.Status) {
 	for _, name := range slices.Sorted(maps.Keys(cur.Containers)) {
-		c := cur.Containers[name]
-		n := c.RestartCount - prev.Containers[name].RestartCount
-		if n <= 0 || c.LastTermination == nil {
-			continue
+		c, was := cur.Containers[name], prev.Containers[name]
+		if n := c.RestartCount - was.RestartCount; n > 0 && c.LastTermination != nil {
+			times := ""
+			if n > 1 {
+				times = fmt.Sprintf(" (%d times since the last status)", n)
+			}
+			p.killEvents(pod, name, c.LastTermination.Reason, times, ", will be restarted")
 		}
-		times := ""
-		if n > 1 {
-			times = fmt.Sprintf(" (%d times since the last status)", n)
+		if c.KilledBy != "" && was.KilledBy == "" {
+			p.killEvents(pod, name, c.KilledBy, "", "")
 		}
-		switch c.LastTermination.Reason {
-		case slurm.KilledByLiveness:
-			p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Liveness probe of container %s failed%s", name, times)
-			p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed liveness probe, will be restarted", name)
-		case slurm.KilledByStartup:
-			p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Startup probe of container %s failed%s", name, times)
-			p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed startup probe, will be restarted", name)
-		case slurm.KilledByPostStart:
-			p.event(pod, corev1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook of container %s failed%s", name, times)
-			p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed its postStart hook, will be restarted", name)
-		}
+	}
+}
+
+// killEvents tells that container name was killed for reason.
+func (p *Provider) killEvents(pod *corev1.Pod, name string, reason slurm.KillReason, times, then string) {
+	switch reason {
+	case slurm.KilledByLiveness:
+		p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Liveness probe of container %s failed%s", name, times)
+		p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed liveness probe%s", name, then)
+	case slurm.KilledByStartup:
+		p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Startup probe of container %s failed%s", name, times)
+		p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed startup probe%s", name, then)
+	case slurm.KilledByPostStart:
+		p.event(pod, corev1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook of container %s failed%s", name, times)
+		p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed its postStart hook%s", name, then)
 	}
 }
 

@@ -37,6 +37,8 @@ func TestRestartStatus(t *testing.T) {
 			"running", 0, true, true},
 		{"ended", slurm.ContainerStatus{Started: true, Finished: true, ExitCode: 143, RestartCount: 3, LastTermination: last},
 			"terminated:143:Error", 3, false, false},
+		{"killed for good", slurm.ContainerStatus{Started: true, Finished: true, ExitCode: 137, KilledBy: slurm.KilledByStartup},
+			"terminated:137:Error", 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := slurm.Status{JobID: "7", State: slurm.StateRunning, StartTime: start, Containers: map[string]slurm.ContainerStatus{"main": tc.c}}
@@ -50,6 +52,9 @@ func TestRestartStatus(t *testing.T) {
 			}
 			if cs.RestartCount != tc.restarts || *cs.Started != tc.started || cs.Ready != tc.ready {
 				t.Errorf("restarts %d, started %v, ready %v; want %d, %v, %v", cs.RestartCount, *cs.Started, cs.Ready, tc.restarts, tc.started, tc.ready)
+			}
+			if term := cs.State.Terminated; tc.c.KilledBy != "" && (term == nil || term.Message != "killed by its failing startup probe") {
+				t.Errorf("terminated %+v; want it killed by its startup probe", term)
 			}
 			lt := cs.LastTerminationState.Terminated
 			if tc.c.LastTermination == nil {
@@ -79,6 +84,14 @@ func TestRestartEvents(t *testing.T) {
 		}
 		return slurm.Status{Containers: map[string]slurm.ContainerStatus{"main": c, "plain": {Started: true}}}
 	}
+	// killed: the last kill was for good (restartPolicy Never).
+	killed := func(n int, r slurm.KillReason) slurm.Status {
+		s := status(n, slurm.KilledByPostStart)
+		c := s.Containers["main"]
+		c.Finished, c.ExitCode, c.KilledBy = true, 143, r
+		s.Containers["main"] = c
+		return s
+	}
 	steps := []struct {
 		cur  slurm.Status
 		want []string
@@ -94,6 +107,10 @@ func TestRestartEvents(t *testing.T) {
 		{status(4, slurm.KilledByPostStart), []string{
 			"Warning FailedPostStartHook PostStartHook of container main failed",
 			"Normal Killing Container main failed its postStart hook, will be restarted"}},
+		{killed(4, slurm.KilledByLiveness), []string{
+			"Warning Unhealthy Liveness probe of container main failed",
+			"Normal Killing Container main failed liveness probe"}},
+		{killed(4, slurm.KilledByLiveness), nil},
 	}
 	prev := slurm.Status{}
 	for i, s := range steps {

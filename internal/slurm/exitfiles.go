@@ -12,11 +12,12 @@ import (
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
-// resultFiles matches the names of log, exit, time, readiness, started
-// and restarts files in a job directory: a DNS label (a container name, or
-// "job") and .log, .exit, .time, .ready, .started or .restarts. Anything
+// resultFiles matches the names of log, exit, time, readiness, started,
+// restarts and killed files in a job directory: a DNS label (a container
+// name, or "job") and .log, .exit, .time, .ready, .started, .restarts or
+// .killed. Anything
 // else a job leaves in its directory is not listed.
-const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time|ready|started|restarts)`
+const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time|ready|started|restarts|killed)`
 
 // jobName is the stem of the batch script's own exit file, job.exit.
 const jobName = "job"
@@ -53,7 +54,7 @@ const scanTimeout = 2 * time.Minute
 // and time files of the job directories named under root, as lines
 // "<dir>/<c>.log", "<dir>/<c>.exit:<code>", "<dir>/<c>.time:<times>",
 // "<dir>/<c>.ready:<0|1>", "<dir>/<c>.started:<0|1>" and
-// "<dir>/<c>.restarts:<restarts>". It walks root itself, so that a directory
+// "<dir>/<c>.restarts:<restarts>" and "<dir>/<c>.killed:<reason>". It walks root itself, so that a directory
 // that is gone is simply not listed (find fails on a missing starting
 // point), and skips every directory not named. root must hold no glob
 // character (Client.check).
@@ -63,6 +64,7 @@ func scanCmd(root string, names []string) []string {
 		"(", "(", "-name", "*.exit", "-o", "-name", "*.ready", "-o", "-name", "*.started", ")", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-name", "*.time", "(", "-size", maxExitFile, "-exec", "sh", "-c", timeGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-name", "*.restarts", "(", "-size", maxExitFile, "-exec", "sh", "-c", restartsGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-name", "*.killed", "(", "-size", maxExitFile, "-exec", "sh", "-c", killedGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-print", ")", ")",
 		"-o", "(", "-path", root + "/*", "!", "("}
 	for i, name := range names {
@@ -84,6 +86,7 @@ type dirFiles struct {
 	// those that were killed and ran again.
 	started  map[string]bool
 	restarts map[string]restarts
+	killed   map[string]KillReason
 }
 
 // restarts is what a restarts file says.
@@ -111,7 +114,7 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 		d := dirs[dir]
 		if d == nil {
 			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}, times: map[string]runTimes{}, ready: map[string]bool{},
-				started: map[string]bool{}, restarts: map[string]restarts{}}
+				started: map[string]bool{}, restarts: map[string]restarts{}, killed: map[string]KillReason{}}
 			dirs[dir] = d
 		}
 		if name, content, isRead := strings.Cut(file, ":"); isRead {
@@ -134,6 +137,13 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 				n, last, err := parseRestarts(content)
 				if _, seen := d.restarts[c]; err == nil && !seen && isLabel(c) {
 					d.restarts[c] = restarts{n, last}
+				}
+				continue
+			}
+			if c, ok := strings.CutSuffix(name, ".killed"); ok {
+				r, err := parseKillReason(content)
+				if _, seen := d.killed[c]; err == nil && !seen && isLabel(c) {
+					d.killed[c] = r
 				}
 				continue
 			}
@@ -211,7 +221,7 @@ func (c *Client) scanInto(ctx context.Context, dirs []string, files map[string]*
 // when it has an exit code; its readiness is known when its readiness file
 // (written before it starts, for a container with a readiness probe) was
 // read, and so is whether its startup probe passed; its restarts when its
-// restarts file was.
+// restarts file was; what killed it, for good, when its killed file was.
 func (d *dirFiles) containers() map[string]ContainerStatus {
 	cs := make(map[string]ContainerStatus)
 	for name := range d.logs {
@@ -232,6 +242,7 @@ func (d *dirFiles) containers() map[string]ContainerStatus {
 	for name, c := range cs {
 		if c.Finished {
 			c.FinishedAt = d.times[name].end
+			c.KilledBy = d.killed[name]
 		}
 		if r, ok := d.ready[name]; ok {
 			c.Ready = &r

@@ -188,8 +188,13 @@ func FuzzParseScan(f *testing.F) {
 					t.Fatalf("parseScan gave restarts %q=%+v", name, r)
 				}
 			}
+			for name, r := range d.killed {
+				if _, err := parseKillReason(string(r)); err != nil || !isLabel(name) {
+					t.Fatalf("parseScan gave killed %q=%q", name, r)
+				}
+			}
 			for name, c := range d.containers() {
-				if c.RestartCount < 0 || c.BackOff && c.Finished {
+				if c.RestartCount < 0 || c.BackOff && c.Finished || c.KilledBy != "" && !c.Finished {
 					t.Fatalf("containers gave %q=%+v", name, c)
 				}
 			}

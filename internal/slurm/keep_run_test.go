@@ -96,6 +96,7 @@ func TestLivenessProbeRestartsTheContainer(t *testing.T) {
 			}
 			wantFile(t, dir, ExitFile("main"), "143\n")
 			wantFile(t, dir, jobExit, "143\n")
+			wantNoFile(t, dir, KilledFile("main")) // stopped, not killed by the probe
 			runs := 0
 			for _, l := range logLines(t, dir, "main") {
 				if strings.HasPrefix(l, "run ") {
@@ -126,6 +127,7 @@ func TestLivenessProbeKillWithRestartPolicyNever(t *testing.T) {
 	}
 	wantFile(t, dir, ExitFile("main"), "3\n")
 	wantFile(t, dir, jobExit, "3\n")
+	wantFile(t, dir, KilledFile("main"), "liveness\n")
 	wantNoFile(t, dir, RestartsFile("main"))
 	// The process group got SIGTERM: sh may say its sleep was Terminated.
 	if log := logLines(t, dir, "main"); !strings.Contains(strings.Join(log, "\n"), "got TERM") {
@@ -252,5 +254,6 @@ func TestPostStartHookFailureWithRestartPolicyNever(t *testing.T) {
 	dir := runJob(t, "sh", job)
 	wantFile(t, dir, ExitFile("main"), "143\n")
 	wantFile(t, dir, jobExit, "143\n")
+	wantFile(t, dir, KilledFile("main"), "postStart\n")
 	wantNoFile(t, dir, RestartsFile("main"))
 }

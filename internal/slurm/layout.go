@@ -17,6 +17,8 @@ import "path"
 //	<container>.restarts "<count> <code> <start> <end> <reason>": how often
 //	                  its probes or postStart hook killed it and it ran
 //	                  again, and how its last killed run ended (probes only)
+//	<container>.killed the reason its probes or postStart hook killed it,
+//	                  when it did not run again (probes only)
 //	volumes/<name>/   volume contents
 //	env/<container>   the container's environment (0600)
 //	exec.hosts        the node-local path of the reverse tunnel's hosts copy
@@ -61,6 +63,10 @@ func StartedFile(container string) string { return container + ".started" }
 // RestartsFile is the file of a container's restarts, relative to the job
 // directory.
 func RestartsFile(container string) string { return container + ".restarts" }
+
+// KilledFile is the file of the reason a container was killed and not run
+// again, relative to the job directory.
+func KilledFile(container string) string { return container + ".killed" }
 
 // LogTimeLayout is the layout of the timestamp that starts every log line.
 const LogTimeLayout = "2006-01-02T15:04:05Z"

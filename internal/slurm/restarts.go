@@ -94,6 +94,20 @@ type Termination struct {
 // within bounds.
 const restartsGrep = `grep -D skip -s -H -m 1 -x -E '[0-9]{1,6} [0-9]{1,3} ([0-9]{10,11}|0) ([0-9]{10,11}|0) [a-zA-Z]{1,16}' -- "$@"; [ "$?" -le 2 ]`
 
+// killedGrep prints, for each killed file (KilledFile) it is given,
+// "<file>:<reason>" for its first line that is a word, read with the care
+// of exitGrep.
+const killedGrep = `grep -D skip -s -H -m 1 -x -E '[a-zA-Z]{1,16}' -- "$@"; [ "$?" -le 2 ]`
+
+// parseKillReason parses the content of a killed file.
+func parseKillReason(s string) (KillReason, error) {
+	switch r := KillReason(s); r {
+	case KilledByLiveness, KilledByStartup, KilledByPostStart:
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown reason %q", s)
+}
+
 // maxRestarts bounds a restart count: six digits.
 const maxRestarts = 999999
 
@@ -112,12 +126,11 @@ func parseRestarts(s string) (int, Termination, error) {
 	if err != nil {
 		return 0, Termination{}, fmt.Errorf("exit code %q out of range", f[1])
 	}
-	t := Termination{ExitCode: code, Reason: KillReason(f[4])}
-	switch t.Reason {
-	case KilledByLiveness, KilledByStartup, KilledByPostStart:
-	default:
-		return 0, Termination{}, fmt.Errorf("unknown reason %q", f[4])
+	reason, err := parseKillReason(f[4])
+	if err != nil {
+		return 0, Termination{}, err
 	}
+	t := Termination{ExitCode: code, Reason: reason}
 	if f[2] != "0" || f[3] != "0" {
 		times, err := parseTimes(f[2] + " " + f[3])
 		if err != nil {

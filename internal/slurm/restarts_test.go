@@ -101,6 +101,9 @@ func TestScanReadsRestarts(t *testing.T) {
 		"lab-a/junk.restarts":  "x 143 1764700000 1764700009 liveness\n",
 		"lab-a/wrong.restarts": "1 143 1764700000 1764700009 $(reboot)\n",
 		"lab-a/junk.started":   "yes\n",
+		"lab-a/done.exit":      "137\n",
+		"lab-a/done.killed":    "startup\n",
+		"lab-a/odd.killed":     "reboot\n",
 	}
 	for name, data := range files {
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o700); err != nil {
@@ -134,6 +137,9 @@ func TestScanReadsRestarts(t *testing.T) {
 	}
 	if main.StartupPassed == nil || *main.StartupPassed || side.StartupPassed == nil || !*side.StartupPassed {
 		t.Errorf("startup: main %v, side %v; want false and true", main.StartupPassed, side.StartupPassed)
+	}
+	if done := cs["done"]; done.KilledBy != KilledByStartup || len(d.killed) != 1 {
+		t.Errorf("done = %+v, killed %v; want done killed by its startup probe, alone", done, d.killed)
 	}
 	if side.RestartCount != 1 || side.BackOff || side.StartedAt.Unix() != 1764700020 {
 		t.Errorf("side = %+v; want 1 restart, running again since 1764700020", side)

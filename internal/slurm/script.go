@@ -95,6 +95,7 @@ type scriptData struct {
 	TimeSuffix, ReadySuffix   string
 	StartedSuffix             string
 	RestartsSuffix            string
+	KilledSuffix              string
 	Probes                    bool // a container has a probe or a hook
 	PreStop                   bool // a container has a preStop hook
 	// Keep: a container has a liveness or startup probe or a postStart
@@ -175,7 +176,7 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
 		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""), TimeSuffix: TimeFile(""), ReadySuffix: ReadyFile(""),
-		StartedSuffix: StartedFile(""), RestartsSuffix: RestartsFile(""),
+		StartedSuffix: StartedFile(""), RestartsSuffix: RestartsFile(""), KilledSuffix: KilledFile(""),
 		Restart: job.Restart, Grace: job.Grace,
 		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
@@ -207,7 +208,7 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		if c.kept() {
 			cd.Keep = true
 			d.Probes, d.Keep = true, true
-			d.ExitFiles = append(d.ExitFiles, RestartsFile(c.Name))
+			d.ExitFiles = append(d.ExitFiles, RestartsFile(c.Name), KilledFile(c.Name))
 		}
 		if c.Liveness != nil {
 			cd.Liveness = newProbeData(job, c, c.Liveness, opts, hostsBind)

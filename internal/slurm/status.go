@@ -61,6 +61,9 @@ type ContainerStatus struct {
 	RestartCount    int
 	LastTermination *Termination
 	BackOff         bool
+	// KilledBy is what killed a finished container that was not run
+	// again (KilledFile), "" for one that ended by itself.
+	KilledBy KillReason
 }
 
 // Status reports the state of jobs, keyed by pod UID. It asks squeue once

@@ -389,24 +389,25 @@ sluice_keep() {
 # sluice_restarting tells sluice_run, once its container ended, whether
 # sluice_keep runs it again (sluice_again): it does when a probe or hook
 # killed it (the temporary NAME.kill holds the reason), the restart policy
-# says so and the job is not being stopped.
+# says so and the job is not being stopped. A container killed and not run
+# again has the reason in NAME.killed.
 sluice_restarting() {
 	sluice_again='' sluice_reason=''
 	if ! { read -r sluice_reason <"$sluice_tmp/$sluice_name.kill"; } 2>/dev/null; then
 		return 1
 	fi
 	rm -f "$sluice_tmp/$sluice_name.kill"
-	if [ -n "$sluice_halt" ]; then
-		return 1
-	fi
-	case ${sluice_policy:-}/$sluice_status in
-	Always/* | OnFailure/[1-9]*) ;;
-	*)
+	case ${sluice_halt:-}/${sluice_policy:-}/$sluice_status in
+	/Always/* | /OnFailure/[1-9]*)
+		sluice_again=1
+		return 0
+		;;
+	/*)
 		echo "sluice: container $sluice_name ended with exit code $sluice_status and is not run again (restartPolicy ${sluice_policy:-Never})"
-		return 1
 		;;
 	esac
-	sluice_again=1
+	sluice_put "$sluice_dir/$sluice_name.killed" "$sluice_reason"
+	return 1
 }
 
 # sluice_kill NAME PID REASON kills the run PID of container NAME as the
@@ -473,7 +474,7 @@ cd "$sluice_dir" || exit 1
 trap sluice_exit EXIT
 trap sluice_forward TERM INT
 # A requeued job runs again: the exit codes of its last run are gone.
-rm -f -- job.exit app.exit app.time app.ready app.restarts app.started side.exit side.time side.restarts plain.exit plain.time
+rm -f -- job.exit app.exit app.time app.ready app.restarts app.killed app.started side.exit side.time side.restarts side.killed plain.exit plain.time
 if [ -n "${SLURM_JOB_ID:-}" ]; then
 	sluice_put "$sluice_dir/job.id" "$SLURM_JOB_ID"
 fi
