@@ -202,3 +202,31 @@ func TestPostStartHookRuns(t *testing.T) {
 		t.Errorf("main.log and the hook's file: %q; want the hook's hi", out)
 	}
 }
+
+// TestLivenessProbeKillWithRestartPolicyNever: under restartPolicy Never
+// the container its liveness probe killed is not run again: the pod fails,
+// its container terminated with a message naming the probe, and the
+// kubelet's Events say so.
+func TestLivenessProbeKillWithRestartPolicyNever(t *testing.T) {
+	e := newProbesEnv(t)
+	pod := e.pod("live-never", "echo run; sleep 600")
+	grace := int64(5)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.Spec.Containers[0].LivenessProbe = &corev1.Probe{
+		ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}},
+		InitialDelaySeconds: 3, PeriodSeconds: 1, FailureThreshold: 2,
+	}
+	pod = e.create(pod)
+	failed := e.waitPod("live-never", "Failed", 120*time.Second, phaseIs(corev1.PodFailed))
+	cs := failed.Status.ContainerStatuses[0]
+	term := cs.State.Terminated
+	if term == nil || term.ExitCode == 0 || term.Message != "killed by its failing liveness probe" || cs.RestartCount != 0 {
+		t.Errorf("container %+v, restartCount %d; want it terminated by its liveness probe, never restarted", cs.State, cs.RestartCount)
+	}
+	e.waitEvent(pod, "Killing: Container main failed liveness probe")
+	for _, ev := range e.events(pod) {
+		if strings.Contains(ev, "will be restarted") {
+			t.Errorf("Event %q; want none saying the container will be restarted", ev)
+		}
+	}
+}
