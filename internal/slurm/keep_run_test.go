@@ -257,3 +257,25 @@ func TestPostStartHookFailureWithRestartPolicyNever(t *testing.T) {
 	wantFile(t, dir, KilledFile("main"), "postStart\n")
 	wantNoFile(t, dir, RestartsFile("main"))
 }
+
+// TestLivenessProbeKillsNothingWhileStopping: once the job is told to
+// stop, its liveness probes kill nothing more: the preStop hook that makes
+// the probe fail runs to its end, then the container gets its SIGTERM from
+// the stop, and runs nothing again.
+func TestLivenessProbeKillsNothingWhileStopping(t *testing.T) {
+	job := keptJob(RestartAlways, `trap 'echo got TERM; exit 0' TERM; echo up; while :; do sleep 0.05; done`)
+	job.Containers[0].Liveness = check("test", "!", "-e", "sick")
+	job.Containers[0].PreStop = &Probe{Kind: ProbeExec, Command: []string{"sh", "-c", "touch sick; sleep 3"}, Period: 1, Timeout: 10, Success: 1, Failure: 1}
+	dir, cmd := startJob(t, "sh", job, RuntimeNone)
+	waitFor(t, func() bool { return strings.Contains(fileText(dir, LogFile("main")), "up") })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	wantFile(t, dir, ExitFile("main"), "0\n")
+	wantNoFile(t, dir, RestartsFile("main"))
+	wantNoFile(t, dir, KilledFile("main"))
+	if out := readFile(t, dir, jobOut); strings.Contains(out, "killing the container") {
+		t.Errorf("job.out = %q; want no kill by the probe while stopping", out)
+	}
+}

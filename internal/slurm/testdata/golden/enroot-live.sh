@@ -48,7 +48,9 @@ sluice_exit() {
 # ignored.
 # shellcheck disable=SC2317 # called by trap
 sluice_forward() {
-	: >"$sluice_tmp/stopping"
+	if [ -n "$sluice_tmp" ]; then
+		: >"$sluice_tmp/stopping" # the probes kill nothing more
+	fi
 	sluice_pre_stop
 	sluice_stop=1
 	for sluice_pid in $sluice_pids; do
@@ -231,15 +233,13 @@ sluice_probed() {
 			return 1
 		fi
 		if [ "$sluice_bad" -ge "$sluice_failure" ]; then
-			echo "sluice: startup probe of container $sluice_pname failed $sluice_bad times: killing the container"
-			sluice_kill "$sluice_pname" "$sluice_seen" startup
+			sluice_kill "$sluice_pname" "$sluice_seen" startup "startup probe of container $sluice_pname failed $sluice_bad times"
 			return 1
 		fi
 		;;
 	liveness)
 		if [ "$sluice_bad" -ge "$sluice_failure" ]; then
-			echo "sluice: liveness probe of container $sluice_pname failed $sluice_bad times: killing the container"
-			sluice_kill "$sluice_pname" "$sluice_seen" liveness
+			sluice_kill "$sluice_pname" "$sluice_seen" liveness "liveness probe of container $sluice_pname failed $sluice_bad times"
 			return 1
 		fi
 		;;
@@ -372,10 +372,14 @@ sluice_keep() {
 			sluice_backoff=0
 		fi
 		echo "sluice: container $1 ended with exit code $sluice_status; restart $sluice_restarts in $sluice_backoff s (restartPolicy $sluice_policy)"
+		# The back-off's sleep stands for the container: SIGTERM ends it.
 		sleep "$sluice_backoff" &
-		sluice_sleep=$!
-		wait "$sluice_sleep"
-		kill "$sluice_sleep" 2>/dev/null
+		sluice_child=$!
+		if [ -z "$sluice_halt" ]; then
+			wait "$sluice_child"
+		fi
+		kill "$sluice_child" 2>/dev/null
+		sluice_child=
 		if [ -n "$sluice_halt" ]; then
 			sluice_put "$sluice_dir/$1.exit" "$sluice_status"
 			return "$sluice_status"
@@ -413,16 +417,18 @@ sluice_restarting() {
 	return 1
 }
 
-# sluice_kill NAME PID REASON kills the run PID of container NAME as the
-# kubelet kills a container: SIGTERM to its process group, SIGKILL after
-# the pod's grace period. It leaves REASON in the temporary NAME.kill
-# first, for sluice_restarting, and sets the container's readiness and
-# startup back to 0. A job being stopped kills nothing more.
+# sluice_kill NAME PID REASON WHY kills the run PID of container NAME as
+# the kubelet kills a container: SIGTERM to its process group, SIGKILL
+# after the pod's grace period. It says WHY in the job's output, leaves
+# REASON in the temporary NAME.kill first, for sluice_restarting, and sets
+# the container's readiness and startup back to 0. A job being stopped
+# kills nothing more.
 # shellcheck disable=SC2317 # called through sluice_probe
 sluice_kill() {
 	if [ -e "$sluice_tmp/stopping" ]; then
 		return 0
 	fi
+	echo "sluice: $4: killing the container"
 	sluice_put "$sluice_tmp/$1.kill" "$3"
 	for sluice_flag in "$sluice_dir/$1.ready" "$sluice_dir/$1.started"; do
 		if [ -e "$sluice_flag" ]; then
@@ -459,8 +465,7 @@ sluice_post_start() {
 		kill -s KILL -- "-$sluice_cpid" 2>/dev/null
 		return 1
 	fi
-	echo "sluice: postStart hook of container $sluice_name failed with exit code $sluice_ccode: killing the container"
-	sluice_kill "$sluice_name" "$sluice_child" postStart &
+	sluice_kill "$sluice_name" "$sluice_child" postStart "postStart hook of container $sluice_name failed with exit code $sluice_ccode" &
 	return 1
 }
 
