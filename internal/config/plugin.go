@@ -18,10 +18,12 @@ type Plugin struct {
 	// and downward API volumes are written to the site. If nil, true; when
 	// false, a pod that mounts one is refused.
 	ExportPodData *bool `yaml:"ExportPodData"`
-	// EnableProbes runs the containers' readiness probes (exec, httpGet,
-	// tcpSocket) inside the job, on the node; the pod's Ready condition
-	// then follows them. If false (the default), probes are not run, and a
-	// pod that has some gets a Warning Event saying so.
+	// EnableProbes runs the containers' readiness, liveness and startup
+	// probes (exec, httpGet, tcpSocket) and their postStart and preStop
+	// hooks inside the job, on the node; the pod's Ready condition then
+	// follows them, and a container they kill runs again as restartPolicy
+	// says. If false (the default), probes are not run, and a pod that has
+	// some gets a Warning Event saying so.
 	EnableProbes bool `yaml:"EnableProbes"`
 
 	// SingularityDefaultOptions are given to every apptainer (singularity)

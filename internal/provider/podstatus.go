@@ -16,6 +16,7 @@ const (
 	reasonJobPending   = "SlurmPending"
 	reasonConfigError  = "CreateContainerConfigError"
 	reasonSubmitError  = "SlurmSubmitError"
+	reasonBackOff      = "CrashLoopBackOff"
 )
 
 // initialStatus is the status of a pod the provider just accepted: pending,
@@ -111,7 +112,7 @@ func jobStatus(pod *corev1.Pod, prev corev1.PodStatus, js slurm.Status, kept map
 		if cs.State.Running == nil || !cs.Ready {
 			allReady = false
 		}
-		if cs.State.Waiting != nil {
+		if w := cs.State.Waiting; w != nil && w.Reason != reasonBackOff { // restarting: the pod still runs
 			anyWaiting = true
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
@@ -147,6 +148,12 @@ func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted
 			ExitCode: int32(r.ExitCode), Reason: exitReason(r.ExitCode, js.State),
 			StartedAt: start, FinishedAt: end, ContainerID: cs.ContainerID,
 		}
+		if r.KilledBy != "" {
+			cs.State.Terminated.Message = "killed by its " + killedBy(r.KilledBy)
+		}
+	case ok && r.BackOff && !final:
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reasonBackOff,
+			Message: fmt.Sprintf("back-off restarting container %s, killed by its %s", c.Name, killedBy(r.LastTermination.Reason))}
 	case final && (ok && r.Started || js.State != slurm.StateCompleted):
 		code := jobExitCode(js)
 		cs.State.Terminated = &corev1.ContainerStateTerminated{
@@ -156,7 +163,8 @@ func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted
 		}
 	case ok && r.Started:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: start}
-		cs.Ready = r.Ready == nil || *r.Ready // nil: no readiness probe run
+		// nil: no readiness or startup probe run
+		cs.Ready = (r.Ready == nil || *r.Ready) && (r.StartupPassed == nil || *r.StartupPassed)
 	default:
 		msg := ""
 		if notStarted == reasonJobPending && js.Reason != "" {
@@ -164,9 +172,43 @@ func containerStatus(c corev1.Container, js slurm.Status, final bool, notStarted
 		}
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: notStarted, Message: msg}
 	}
-	started := cs.State.Running != nil
+	started := cs.State.Running != nil && (r.StartupPassed == nil || *r.StartupPassed)
 	cs.Started = &started
+	lastRun(&cs, r)
 	return cs
+}
+
+// lastRun sets the restart count and last termination of a container
+// that its probes or postStart hook killed and its job ran again. The job
+// counts a restart when the killed run ends; the kubelet counts it when
+// the container runs again, after the back-off.
+func lastRun(cs *corev1.ContainerStatus, r slurm.ContainerStatus) {
+	t := r.LastTermination
+	if t == nil {
+		return
+	}
+	cs.RestartCount = int32(r.RestartCount)
+	if r.BackOff {
+		cs.RestartCount--
+	}
+	cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
+		ExitCode: int32(t.ExitCode), Reason: exitReason(t.ExitCode, slurm.StateRunning),
+		Message:   fmt.Sprintf("killed by its %s", killedBy(t.Reason)),
+		StartedAt: metav1.NewTime(t.StartedAt), FinishedAt: metav1.NewTime(t.FinishedAt), ContainerID: cs.ContainerID,
+	}
+}
+
+// killedBy names what killed a container.
+func killedBy(r slurm.KillReason) string {
+	switch r {
+	case slurm.KilledByLiveness:
+		return "failing liveness probe"
+	case slurm.KilledByStartup:
+		return "failing startup probe"
+	case slurm.KilledByPostStart:
+		return "failed postStart hook"
+	}
+	return "probes"
 }
 
 // orTime is t, or def when t is zero.

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -34,6 +35,50 @@ func (p *Provider) readinessEvents(pod *corev1.Pod, prev, cur slurm.Status) {
 		case !*now && was != nil && *was:
 			p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Readiness probe of container %s failed: the container is not ready", name)
 		}
+	}
+}
+
+// EventKilling tells that a container's liveness or startup probe, or
+// its postStart hook, killed it; EventFailedPostStartHook that the hook
+// failed.
+const (
+	EventKilling             = "Killing"
+	EventFailedPostStartHook = "FailedPostStartHook"
+)
+
+// restartEvents tells, as the kubelet does, each new kill of a container
+// by its probes or postStart hook between two job statuses: the probe's
+// Unhealthy Warning (or FailedPostStartHook), then Killing, which says
+// whether the container runs again (its job counted a restart) or not
+// (its job wrote what killed it for good).
+func (p *Provider) restartEvents(pod *corev1.Pod, prev, cur slurm.Status) {
+	for _, name := range slices.Sorted(maps.Keys(cur.Containers)) {
+		c, was := cur.Containers[name], prev.Containers[name]
+		if n := c.RestartCount - was.RestartCount; n > 0 && c.LastTermination != nil {
+			times := ""
+			if n > 1 {
+				times = fmt.Sprintf(" (%d times since the last status)", n)
+			}
+			p.killEvents(pod, name, c.LastTermination.Reason, times, ", will be restarted")
+		}
+		if c.KilledBy != "" && was.KilledBy == "" {
+			p.killEvents(pod, name, c.KilledBy, "", "")
+		}
+	}
+}
+
+// killEvents tells that container name was killed for reason.
+func (p *Provider) killEvents(pod *corev1.Pod, name string, reason slurm.KillReason, times, then string) {
+	switch reason {
+	case slurm.KilledByLiveness:
+		p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Liveness probe of container %s failed%s", name, times)
+		p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed liveness probe%s", name, then)
+	case slurm.KilledByStartup:
+		p.event(pod, corev1.EventTypeWarning, EventUnhealthy, "Startup probe of container %s failed%s", name, times)
+		p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed startup probe%s", name, then)
+	case slurm.KilledByPostStart:
+		p.event(pod, corev1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook of container %s failed%s", name, times)
+		p.event(pod, corev1.EventTypeNormal, EventKilling, "Container %s failed its postStart hook%s", name, then)
 	}
 }
 

@@ -107,6 +107,7 @@ func (p *Provider) update(ctx context.Context, st *podState, js slurm.Status) {
 	p.mu.Unlock()
 	p.transitionEvents(pod, prev, js)
 	p.readinessEvents(pod, prev, js)
+	p.restartEvents(pod, prev, js)
 	if js.BatchHost != "" && js.BatchHost != prev.BatchHost && !st.final {
 		p.followNode(st, js.BatchHost)
 	}

@@ -12,11 +12,12 @@ import (
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
-// resultFiles matches the names of log, exit, time and readiness files in
-// a job directory: a DNS label (a container name, or "job") and .log,
-// .exit, .time or .ready. Anything else a job leaves in its directory is
-// not listed.
-const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time|ready)`
+// resultFiles matches the names of log, exit, time, readiness, started,
+// restarts and killed files in a job directory: a DNS label (a container
+// name, or "job") and .log, .exit, .time, .ready, .started, .restarts or
+// .killed. Anything
+// else a job leaves in its directory is not listed.
+const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time|ready|started|restarts|killed)`
 
 // jobName is the stem of the batch script's own exit file, job.exit.
 const jobName = "job"
@@ -51,16 +52,19 @@ const scanTimeout = 2 * time.Minute
 
 // scanCmd lists, in one command, the log files and the contents of the exit
 // and time files of the job directories named under root, as lines
-// "<dir>/<c>.log", "<dir>/<c>.exit:<code>", "<dir>/<c>.time:<times>" and
-// "<dir>/<c>.ready:<0|1>". It walks root itself, so that a directory
+// "<dir>/<c>.log", "<dir>/<c>.exit:<code>", "<dir>/<c>.time:<times>",
+// "<dir>/<c>.ready:<0|1>", "<dir>/<c>.started:<0|1>" and
+// "<dir>/<c>.restarts:<restarts>" and "<dir>/<c>.killed:<reason>". It walks root itself, so that a directory
 // that is gone is simply not listed (find fails on a missing starting
 // point), and skips every directory not named. root must hold no glob
 // character (Client.check).
 func scanCmd(root string, names []string) []string {
 	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race",
 		"(", "-path", root + "/*/*", "-type", "f", "-regextype", "posix-extended", "-regex", resultFiles,
-		"(", "(", "-name", "*.exit", "-o", "-name", "*.ready", ")", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"(", "(", "-name", "*.exit", "-o", "-name", "*.ready", "-o", "-name", "*.started", ")", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-name", "*.time", "(", "-size", maxExitFile, "-exec", "sh", "-c", timeGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-name", "*.restarts", "(", "-size", maxExitFile, "-exec", "sh", "-c", restartsGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-name", "*.killed", "(", "-size", maxExitFile, "-exec", "sh", "-c", killedGrep, "sh", "{}", "+", "-o", "-true", ")",
 		"-o", "-print", ")", ")",
 		"-o", "(", "-path", root + "/*", "!", "("}
 	for i, name := range names {
@@ -78,6 +82,17 @@ type dirFiles struct {
 	exits map[string]int      // containers (and "job") with an exit code
 	times map[string]runTimes // containers that wrote their times
 	ready map[string]bool     // containers whose readiness probe said
+	// started holds the containers whose startup probe said, restarts
+	// those that were killed and ran again.
+	started  map[string]bool
+	restarts map[string]restarts
+	killed   map[string]KillReason
+}
+
+// restarts is what a restarts file says.
+type restarts struct {
+	count int
+	last  Termination
 }
 
 // parseScan parses the output of scanCmd for directories under root, keyed
@@ -98,7 +113,8 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 		dir := prefix + base
 		d := dirs[dir]
 		if d == nil {
-			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}, times: map[string]runTimes{}, ready: map[string]bool{}}
+			d = &dirFiles{logs: map[string]bool{}, exits: map[string]int{}, times: map[string]runTimes{}, ready: map[string]bool{},
+				started: map[string]bool{}, restarts: map[string]restarts{}, killed: map[string]KillReason{}}
 			dirs[dir] = d
 		}
 		if name, content, isRead := strings.Cut(file, ":"); isRead {
@@ -110,9 +126,24 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 				continue
 			}
 			if c, ok := strings.CutSuffix(name, ".ready"); ok {
-				_, seen := d.ready[c]
-				if (content == "0" || content == "1") && !seen && isLabel(c) {
-					d.ready[c] = content == "1"
+				readFlag(d.ready, c, content)
+				continue
+			}
+			if c, ok := strings.CutSuffix(name, ".started"); ok {
+				readFlag(d.started, c, content)
+				continue
+			}
+			if c, ok := strings.CutSuffix(name, ".restarts"); ok {
+				n, last, err := parseRestarts(content)
+				if _, seen := d.restarts[c]; err == nil && !seen && isLabel(c) {
+					d.restarts[c] = restarts{n, last}
+				}
+				continue
+			}
+			if c, ok := strings.CutSuffix(name, ".killed"); ok {
+				r, err := parseKillReason(content)
+				if _, seen := d.killed[c]; err == nil && !seen && isLabel(c) {
+					d.killed[c] = r
 				}
 				continue
 			}
@@ -128,6 +159,14 @@ func parseScan(out []byte, root string) map[string]*dirFiles {
 		}
 	}
 	return dirs
+}
+
+// readFlag sets flags[c] from a file that holds 0 or 1, once.
+func readFlag(flags map[string]bool, c, content string) {
+	_, seen := flags[c]
+	if (content == "0" || content == "1") && !seen && isLabel(c) {
+		flags[c] = content == "1"
+	}
 }
 
 // scan reads the results of the given job directories (all under
@@ -181,7 +220,8 @@ func (c *Client) scanInto(ctx context.Context, dirs []string, files map[string]*
 // container has started when it has a log or a time file, and finished
 // when it has an exit code; its readiness is known when its readiness file
 // (written before it starts, for a container with a readiness probe) was
-// read.
+// read, and so is whether its startup probe passed; its restarts when its
+// restarts file was; what killed it, for good, when its killed file was.
 func (d *dirFiles) containers() map[string]ContainerStatus {
 	cs := make(map[string]ContainerStatus)
 	for name := range d.logs {
@@ -202,9 +242,21 @@ func (d *dirFiles) containers() map[string]ContainerStatus {
 	for name, c := range cs {
 		if c.Finished {
 			c.FinishedAt = d.times[name].end
+			c.KilledBy = d.killed[name]
 		}
 		if r, ok := d.ready[name]; ok {
 			c.Ready = &r
+		}
+		if s, ok := d.started[name]; ok {
+			c.StartupPassed = &s
+		}
+		if r, ok := d.restarts[name]; ok {
+			last := r.last
+			c.RestartCount, c.LastTermination = r.count, &last
+			// Between a killed run and the next, its time file holds
+			// the killed run's end: the container waits for its restart.
+			end := d.times[name].end
+			c.BackOff = !c.Finished && !end.IsZero() && end.Equal(last.FinishedAt)
 		}
 		cs[name] = c
 	}

@@ -177,6 +177,27 @@ func FuzzParseScan(f *testing.F) {
 					t.Fatalf("parseScan gave times %q=%+v", name, tm)
 				}
 			}
+			for name := range d.started {
+				if !isLabel(name) {
+					t.Fatalf("parseScan gave started %q", name)
+				}
+			}
+			for name, r := range d.restarts {
+				if !isLabel(name) || r.count < 1 || r.count > maxRestarts || r.last.ExitCode < 0 || r.last.ExitCode > 255 ||
+					r.last.FinishedAt.Before(r.last.StartedAt) || r.last.Reason == "" {
+					t.Fatalf("parseScan gave restarts %q=%+v", name, r)
+				}
+			}
+			for name, r := range d.killed {
+				if _, err := parseKillReason(string(r)); err != nil || !isLabel(name) {
+					t.Fatalf("parseScan gave killed %q=%q", name, r)
+				}
+			}
+			for name, c := range d.containers() {
+				if c.RestartCount < 0 || c.BackOff && c.Finished || c.KilledBy != "" && !c.Finished {
+					t.Fatalf("containers gave %q=%+v", name, c)
+				}
+			}
 		}
 	})
 }

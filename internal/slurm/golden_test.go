@@ -79,6 +79,9 @@ var goldenCases = []struct {
 	{"apptainer-probes", RuntimeApptainer, probedPod, SiteOptions{Probes: true}},
 	{"charliecloud-probes", RuntimeCharliecloud, probedPod, SiteOptions{Probes: true}},
 	{"none-probes", RuntimeNone, probedPod, SiteOptions{Probes: true}},
+	{"apptainer-live", RuntimeApptainer, livePod, SiteOptions{Probes: true}},
+	{"none-live", RuntimeNone, livePod, SiteOptions{Probes: true}},
+	{"enroot-live", RuntimeEnroot, livePod, SiteOptions{Probes: true}},
 }
 
 func TestGolden(t *testing.T) {

@@ -82,6 +82,13 @@ type Job struct {
 	// Reverse is the job's side of a reverse tunnel; nil for none. Its
 	// snippet runs before PreExec.
 	Reverse *ReverseJob
+	// Restart is the pod's restartPolicy, and Grace its grace period in
+	// seconds (PreStopGrace): what becomes of a container that its
+	// liveness or startup probe, or its postStart hook, kills. Set only
+	// for a job with such a container. A container that ends by itself
+	// is never run again: the job is a batch job.
+	Restart RestartPolicy
+	Grace   int32
 
 	// Files are written into the job directory before submission:
 	// volume contents and per-container environment files.
@@ -118,6 +125,17 @@ type Container struct {
 	// when it is told to stop (SIGTERM), before the containers are; its
 	// Timeout is the pod's grace period. nil for none.
 	PreStop *Probe
+	// Liveness and Startup are the container's liveness and startup
+	// probes, PostStart its postStart hook (its Timeout the pod's grace
+	// period); nil for none. Each can kill the container, which then runs
+	// again as Job.Restart says.
+	Liveness, Startup, PostStart *Probe
+}
+
+// kept reports whether c runs under sluice_keep: a probe or hook of it
+// can kill it.
+func (c *Container) kept() bool {
+	return c.Liveness != nil || c.Startup != nil || c.PostStart != nil
 }
 
 // Mount binds a path of the job directory into a container.

@@ -13,6 +13,12 @@ import "path"
 //	<container>.time  "<start>" when the container starts, "<start> <end>"
 //	                  before its exit file: seconds since the epoch
 //	<container>.ready 1 or 0: whether its readiness probe passes (probes only)
+//	<container>.started 0, then 1 once its startup probe passed (probes only)
+//	<container>.restarts "<count> <code> <start> <end> <reason>": how often
+//	                  its probes or postStart hook killed it and it ran
+//	                  again, and how its last killed run ended (probes only)
+//	<container>.killed the reason its probes or postStart hook killed it,
+//	                  when it did not run again (probes only)
 //	volumes/<name>/   volume contents
 //	env/<container>   the container's environment (0600)
 //	exec.hosts        the node-local path of the reverse tunnel's hosts copy
@@ -49,6 +55,18 @@ func TimeFile(container string) string { return container + ".time" }
 // ReadyFile is the file of a container's readiness, relative to the job
 // directory.
 func ReadyFile(container string) string { return container + ".ready" }
+
+// StartedFile is the file that says whether a container's startup probe
+// passed, relative to the job directory.
+func StartedFile(container string) string { return container + ".started" }
+
+// RestartsFile is the file of a container's restarts, relative to the job
+// directory.
+func RestartsFile(container string) string { return container + ".restarts" }
+
+// KilledFile is the file of the reason a container was killed and not run
+// again, relative to the job directory.
+func KilledFile(container string) string { return container + ".killed" }
 
 // LogTimeLayout is the layout of the timestamp that starts every log line.
 const LogTimeLayout = "2006-01-02T15:04:05Z"

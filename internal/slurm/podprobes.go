@@ -12,50 +12,68 @@ import (
 // hooks the job does not run.
 const ReasonProbesNotRun = "ProbesNotRun"
 
-// probes adds the readiness probe and the preStop hook of the pod's
-// container c (at field) to jc when the site runs probes
-// (SiteOptions.Probes), and says in a Warning what of c's probes and hooks
-// the job leaves out: all of them when the site does not run probes;
-// liveness and startup probes and postStart hooks, not run yet; a probe or
-// hook of a kind the node cannot run. A container
-// whose readiness probe is not run counts as ready while it runs.
+// probes adds the probes and lifecycle hooks of the pod's container c (at
+// field) to jc when the site runs probes (SiteOptions.Probes), and says in
+// a Warning what of them the job leaves out: all of them when the site
+// does not run probes; a probe or hook of a kind the node cannot run
+// (grpc probes, sleep and tcpSocket hooks). A container whose readiness
+// probe is not run counts as ready while it runs.
 func (b *podBuilder) probes(c *corev1.Container, field string, jc *Container) {
 	var left []string
-	if c.ReadinessProbe != nil {
-		switch p, err := newProbe(c.ReadinessProbe, c); {
+	for _, k := range []struct {
+		name  string
+		probe *corev1.Probe
+		dst   **Probe
+	}{
+		{"readinessProbe", c.ReadinessProbe, &jc.Readiness},
+		{"livenessProbe", c.LivenessProbe, &jc.Liveness},
+		{"startupProbe", c.StartupProbe, &jc.Startup},
+	} {
+		if k.probe == nil {
+			continue
+		}
+		switch p, err := newProbe(k.probe, c); {
 		case !b.site.Probes:
-			left = append(left, "readinessProbe")
+			left = append(left, k.name)
 		case err != nil:
-			left = append(left, fmt.Sprintf("readinessProbe (%v)", err))
+			left = append(left, fmt.Sprintf("%s (%v)", k.name, err))
 		default:
-			jc.Readiness = p
+			*k.dst = p
 		}
 	}
-	if c.LivenessProbe != nil {
-		left = append(left, "livenessProbe")
+	l := c.Lifecycle
+	if l == nil {
+		l = &corev1.Lifecycle{}
 	}
-	if c.StartupProbe != nil {
-		left = append(left, "startupProbe")
-	}
-	if l := c.Lifecycle; l != nil && l.PostStart != nil {
-		left = append(left, "lifecycle.postStart")
-	}
-	if l := c.Lifecycle; l != nil && l.PreStop != nil {
-		switch h, err := newHook(l.PreStop, c, PreStopGrace(b.pod)); {
-		case !b.site.Probes:
-			left = append(left, "lifecycle.preStop")
-		case err != nil:
-			left = append(left, fmt.Sprintf("lifecycle.preStop (%v)", err))
-		default:
-			jc.PreStop = h
+	for _, k := range []struct {
+		name    string
+		handler *corev1.LifecycleHandler
+		dst     **Probe
+	}{
+		{"lifecycle.postStart", l.PostStart, &jc.PostStart},
+		{"lifecycle.preStop", l.PreStop, &jc.PreStop},
+	} {
+		if k.handler == nil {
+			continue
 		}
+		switch h, err := newHook(k.handler, c, PreStopGrace(b.pod)); {
+		case !b.site.Probes:
+			left = append(left, k.name)
+		case err != nil:
+			left = append(left, fmt.Sprintf("%s (%v)", k.name, err))
+		default:
+			*k.dst = h
+		}
+	}
+	if jc.kept() {
+		b.job.Restart, b.job.Grace = restartPolicy(b.pod), PreStopGrace(b.pod)
 	}
 	if len(left) == 0 {
 		return
 	}
-	why := "sluice runs readiness probes and preStop hooks only, and only when the site sets Site.EnableProbes"
+	why := "sluice runs probes and lifecycle hooks only when the site sets Site.EnableProbes"
 	if b.site.Probes {
-		why = "sluice runs readiness probes (exec, httpGet, tcpSocket) and preStop hooks (exec, httpGet) only"
+		why = "sluice runs readiness, liveness and startup probes (exec, httpGet, tcpSocket) and postStart and preStop hooks (exec, httpGet) only"
 	}
 	b.job.Warnings = append(b.job.Warnings, Warning{ReasonProbesNotRun, fmt.Sprintf(
 		"%s: not run: %s; %s (container %s counts as ready while it runs unless its readiness probe is run)",

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestProbeTimings(t *testing.T) {
 	}
 }
 
-// TestProbesFromPod: a readiness probe reaches the job only when the site
+// TestProbesFromPod: probes and hooks reach the job only when the site
 // runs probes; whatever a container's probes and hooks the job leaves out
 // is named in a Warning.
 func TestProbesFromPod(t *testing.T) {
@@ -106,14 +107,12 @@ func TestProbesFromPod(t *testing.T) {
 		warnings []string
 	}{
 		{"probes off", false, 0, []string{
-			"spec.containers[0]: not run: readinessProbe, lifecycle.preStop; sluice runs readiness probes and preStop hooks only, and only when the site sets Site.EnableProbes",
+			"spec.containers[0]: not run: readinessProbe, lifecycle.preStop; sluice runs probes and lifecycle hooks only when the site sets Site.EnableProbes",
 			"spec.containers[1]: not run: readinessProbe;",
 			"spec.containers[2]: not run: readinessProbe, lifecycle.preStop;",
 			"spec.containers[3]: not run: livenessProbe, lifecycle.preStop;",
 		}},
-		{"probes on", true, 3, []string{
-			"spec.containers[3]: not run: livenessProbe; sluice runs readiness probes (exec, httpGet, tcpSocket) and preStop hooks (exec, httpGet) only",
-		}},
+		{"probes on", true, 3, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := withAll()
@@ -139,6 +138,113 @@ func TestProbesFromPod(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeptProbesFromPod: liveness and startup probes and postStart hooks
+// reach the job, with the pod's restart policy and grace period, when the
+// site runs probes; those of a kind the node cannot run are named in a
+// Warning.
+func TestKeptProbesFromPod(t *testing.T) {
+	exec := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}
+	grpc := corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}
+	for _, tc := range []struct {
+		name    string
+		probes  bool
+		edit    func(p *corev1.Pod)
+		want    string // "<liveness> <startup> <postStart> <restart> <grace>" of container 0, each probe's kind or -
+		warning string // the Warning's start, "" for none
+	}{
+		{"all three", true, func(p *corev1.Pod) {}, "exec http exec OnFailure 15", ""},
+		{"probes off", false, func(p *corev1.Pod) {}, "- - - - 0",
+			"spec.containers[0]: not run: readinessProbe, livenessProbe, startupProbe, lifecycle.postStart, lifecycle.preStop; sluice runs probes and lifecycle hooks only when"},
+		{"restartPolicy unset", true, func(p *corev1.Pod) { p.Spec.RestartPolicy = "" }, "exec http exec Always 15", ""},
+		{"restartPolicy Never", true, func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }, "exec http exec Never 15", ""},
+		{"default grace", true, func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = nil }, "exec http exec OnFailure 30", ""},
+		{"grpc liveness", true, func(p *corev1.Pod) { p.Spec.Containers[0].LivenessProbe.ProbeHandler = grpc }, "- http exec OnFailure 15",
+			"spec.containers[0]: not run: livenessProbe (grpc probes are not supported"},
+		{"grpc startup", true, func(p *corev1.Pod) { p.Spec.Containers[0].StartupProbe.ProbeHandler = grpc }, "exec - exec OnFailure 15",
+			"spec.containers[0]: not run: startupProbe (grpc probes"},
+		{"sleep postStart", true, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle.PostStart = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}}
+		}, "exec http - OnFailure 15", "spec.containers[0]: not run: lifecycle.postStart (sleep hooks are not supported)"},
+		{"tcpSocket postStart", true, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle.PostStart = &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(1)}}
+		}, "exec http - OnFailure 15", "spec.containers[0]: not run: lifecycle.postStart (tcpSocket hooks are deprecated"},
+		{"postStart only", true, func(p *corev1.Pod) {
+			c := &p.Spec.Containers[0]
+			c.LivenessProbe, c.StartupProbe, c.ReadinessProbe = nil, nil, nil
+		}, "- - exec OnFailure 15", ""},
+		{"readiness only", true, func(p *corev1.Pod) {
+			c := &p.Spec.Containers[0]
+			c.LivenessProbe, c.StartupProbe, c.Lifecycle.PostStart = nil, nil, nil
+			p.Spec.Containers[1].LivenessProbe = nil
+		}, "- - - - 0", ""},
+		{"liveness exec", true, func(p *corev1.Pod) { p.Spec.Containers[0].StartupProbe.ProbeHandler = exec }, "exec exec exec OnFailure 15", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := livePod()
+			tc.edit(pod)
+			job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: RuntimeApptainer, Site: SiteOptions{Probes: tc.probes}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kind := func(p *Probe) string {
+				if p == nil {
+					return "-"
+				}
+				return string(p.Kind)
+			}
+			c := job.Containers[0]
+			restart := string(job.Restart)
+			if restart == "" {
+				restart = "-"
+			}
+			got := fmt.Sprintf("%s %s %s %s %d", kind(c.Liveness), kind(c.Startup), kind(c.PostStart), restart, job.Grace)
+			if got != tc.want {
+				t.Errorf("got %q; want %q", got, tc.want)
+			}
+			if c.PostStart != nil && c.PostStart.Timeout != job.Grace {
+				t.Errorf("postStart timeout %d; want the grace period %d", c.PostStart.Timeout, job.Grace)
+			}
+			var warned string
+			for _, w := range job.Warnings {
+				if w.Reason == ReasonProbesNotRun && strings.HasPrefix(w.Message, "spec.containers[0]") {
+					warned = w.Message
+				}
+			}
+			if tc.warning == "" && warned != "" || !strings.HasPrefix(warned, tc.warning) {
+				t.Errorf("warning %q; want %q...", warned, tc.warning)
+			}
+			if _, err := Script(job, ScriptOptions{JobDir: "/scratch/job", Runtime: RuntimeApptainer}); err != nil {
+				t.Errorf("Script: %v", err)
+			}
+		})
+	}
+}
+
+// TestScriptRefusesBadRestart: a job with a container its probes can kill
+// must carry a restart policy and a grace period the script can use.
+func TestScriptRefusesBadRestart(t *testing.T) {
+	live := &Probe{Kind: ProbeExec, Command: []string{"true"}, Period: 1, Timeout: 1, Success: 1, Failure: 1}
+	for _, tc := range []struct {
+		restart RestartPolicy
+		grace   int32
+		want    string
+	}{
+		{"", 30, "restart policy"},
+		{"always; id", 30, "restart policy"},
+		{RestartAlways, 0, "grace period"},
+		{RestartNever, maxGrace + 1, "grace period"},
+		{RestartOnFailure, 30, ""},
+	} {
+		job := testJob()
+		job.Containers[0].Liveness = live
+		job.Restart, job.Grace = tc.restart, tc.grace
+		_, err := Script(job, ScriptOptions{JobDir: "/scratch/job", Runtime: RuntimeApptainer})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("restart %q grace %d: got %v; want %q", tc.restart, tc.grace, err, tc.want)
+		}
 	}
 }
 

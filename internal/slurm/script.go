@@ -93,8 +93,17 @@ type scriptData struct {
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
 	TimeSuffix, ReadySuffix   string
+	StartedSuffix             string
+	RestartsSuffix            string
+	KilledSuffix              string
 	Probes                    bool // a container has a probe or a hook
 	PreStop                   bool // a container has a preStop hook
+	// Keep: a container has a liveness or startup probe or a postStart
+	// hook, which can kill it (sluice_keep); PostStart: a container has
+	// a postStart hook. Restart and Grace are the job's.
+	Keep, PostStart bool
+	Restart         RestartPolicy
+	Grace           int32
 }
 
 // containerData is one call of sluice_run.
@@ -114,6 +123,22 @@ type containerData struct {
 	// Readiness is the container's readiness probe, PreStop its preStop
 	// hook; nil for none.
 	Readiness, PreStop *probeData
+	// Liveness and Startup are its liveness and startup probes,
+	// PostStart its postStart hook; nil for none. Keep: it has one of
+	// them, and runs under sluice_keep.
+	Liveness, Startup, PostStart *probeData
+	Keep                         bool
+}
+
+// Gate is the file (in the script's temporary directory) whose process
+// id the container's readiness and liveness probes wait for: "up", which
+// its startup probe writes once it passed, or "pid", which sluice_run
+// writes once the container started (and its postStart hook ran).
+func (c containerData) Gate() string {
+	if c.Startup != nil {
+		return "up"
+	}
+	return "pid"
 }
 
 // probeData is one probe of a container (sluice_probe).
@@ -151,6 +176,8 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		Dirs:      job.Dirs,
 		OutFile:   jobOut, IDFile: jobIDFile, ExitFile: jobExit,
 		LogSuffix: LogFile(""), ExitSuffix: ExitFile(""), TimeSuffix: TimeFile(""), ReadySuffix: ReadyFile(""),
+		StartedSuffix: StartedFile(""), RestartsSuffix: RestartsFile(""), KilledSuffix: KilledFile(""),
+		Restart: job.Restart, Grace: job.Grace,
 		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
 	hostsBind := ""
@@ -177,6 +204,22 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		if c.PreStop != nil {
 			cd.PreStop = newProbeData(job, c, c.PreStop, opts, hostsBind)
 			d.Probes, d.PreStop = true, true
+		}
+		if c.kept() {
+			cd.Keep = true
+			d.Probes, d.Keep = true, true
+			d.ExitFiles = append(d.ExitFiles, RestartsFile(c.Name), KilledFile(c.Name))
+		}
+		if c.Liveness != nil {
+			cd.Liveness = newProbeData(job, c, c.Liveness, opts, hostsBind)
+		}
+		if c.Startup != nil {
+			cd.Startup = newProbeData(job, c, c.Startup, opts, hostsBind)
+			d.ExitFiles = append(d.ExitFiles, StartedFile(c.Name))
+		}
+		if c.PostStart != nil {
+			cd.PostStart = newProbeData(job, c, c.PostStart, opts, hostsBind)
+			d.PostStart = true
 		}
 		d.Containers = append(d.Containers, cd)
 	}
@@ -239,17 +282,17 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 			if err := opts.Runtime.checkContainer(&cs[i]); err != nil {
 				return err
 			}
-			if err := cs[i].Readiness.check(); err != nil {
-				return fmt.Errorf("container %s: readiness probe: %w", cs[i].Name, err)
-			}
-			if err := cs[i].PreStop.check(); err != nil {
-				return fmt.Errorf("container %s: preStop hook: %w", cs[i].Name, err)
+			if err := cs[i].checkProbes(); err != nil {
+				return fmt.Errorf("container %s: %w", cs[i].Name, err)
 			}
 			if seen[cs[i].Name] {
 				return fmt.Errorf("container name %q is used twice", cs[i].Name)
 			}
 			seen[cs[i].Name] = true
 		}
+	}
+	if err := checkRestart(job); err != nil {
+		return err
 	}
 	for _, f := range append(slices.Clip(job.FlavorFlags), job.Flags...) {
 		if err := ValidateFlag(f); err != nil {

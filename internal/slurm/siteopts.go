@@ -36,7 +36,7 @@ type SiteOptions struct {
 	// RuntimeOptions go to every apptainer exec or run, or enroot start,
 	// before the pod's.
 	RuntimeOptions []string
-	// Probes runs the containers' readiness probes in the job
+	// Probes runs the containers' probes and lifecycle hooks in the job
 	// (EnableProbes).
 	Probes bool
 }

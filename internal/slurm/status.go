@@ -51,6 +51,19 @@ type ContainerStatus struct {
 	// Ready is what the container's readiness probe last said (ReadyFile);
 	// nil for a container without one.
 	Ready *bool
+	// StartupPassed says whether the container's startup probe passed in
+	// its current run (StartedFile); nil for a container without one.
+	StartupPassed *bool
+	// RestartCount is how often the container was killed by its liveness
+	// or startup probe, or its postStart hook, and run again
+	// (RestartsFile); LastTermination is how the last such run ended, nil
+	// before the first. BackOff: it waits to run again.
+	RestartCount    int
+	LastTermination *Termination
+	BackOff         bool
+	// KilledBy is what killed a finished container that was not run
+	// again (KilledFile), "" for one that ended by itself.
+	KilledBy KillReason
 }
 
 // Status reports the state of jobs, keyed by pod UID. It asks squeue once

@@ -122,3 +122,111 @@ func TestPreStopHookRunsOnDelete(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// TestLivenessProbeRestartsTheContainer: a pod (restartPolicy Always)
+// whose liveness probe (exec, in the image) starts failing 5 s after its
+// container starts has its container killed and run again by its job: the
+// pod shows restartCount 1 or more with the killed run as its last state,
+// the kubelet's Killing Event, and its container running again.
+func TestLivenessProbeRestartsTheContainer(t *testing.T) {
+	e := newProbesEnv(t)
+	pod := e.pod("live", "rm -f /mnt/sick; echo run; sleep 5; touch /mnt/sick; sleep 600")
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	grace := int64(5)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt"}}
+	c.LivenessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "test ! -e /mnt/sick"}}},
+		PeriodSeconds: 1, FailureThreshold: 2, TimeoutSeconds: 5,
+	}
+	pod = e.create(pod)
+	running := e.waitPod("live", "Running", 90*time.Second, phaseIs(corev1.PodRunning))
+	first := running.Status.ContainerStatuses[0].State.Running
+	if first == nil {
+		t.Fatalf("the pod is Running, its container %+v; want it running", running.Status.ContainerStatuses[0].State)
+	}
+	restarted := e.waitPod("live", "restartCount 1 and running again", 90*time.Second, func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount >= 1 && cs.LastTerminationState.Terminated != nil && cs.State.Running != nil &&
+			!cs.State.Running.StartedAt.Before(&cs.LastTerminationState.Terminated.FinishedAt)
+	})
+	seen := time.Now()
+	cs := restarted.Status.ContainerStatuses[0]
+	last := cs.LastTerminationState.Terminated
+	failing := first.StartedAt.Add(5 * time.Second)
+	t.Logf("container started %v; probe failing from about %v; killed run ended %v (%v after), exit %d %s %q; running again since %v; restartCount %d seen %v after the probe began failing",
+		first.StartedAt.Time, failing, last.FinishedAt.Time, last.FinishedAt.Sub(failing), last.ExitCode, last.Reason, last.Message,
+		cs.State.Running.StartedAt.Time, cs.RestartCount, seen.Sub(failing).Round(time.Second))
+	if last.ExitCode == 0 || last.Message != "killed by its failing liveness probe" {
+		t.Errorf("last state %+v; want a non-zero exit, killed by its liveness probe", last)
+	}
+	if d := last.FinishedAt.Sub(failing); d < 0 || d > 30*time.Second {
+		t.Errorf("the killed run ended %v after the probe began failing; want within the probe's 2 failures and the 5 s grace", d)
+	}
+	e.waitEvent(pod, "Killing: Container main failed liveness probe, will be restarted")
+	e.waitEvent(pod, "Unhealthy: Liveness probe of container main failed")
+	log := path.Join(e.rig.Get(t, "RIG_DATA_ROOT"), e.ns+"-"+string(pod.UID), "main.log")
+	out, err := e.site.Run(context.Background(), nil, "cat", log)
+	if err != nil {
+		t.Fatalf("cat %s: %v", log, err)
+	}
+	if n := strings.Count(string(out), " run\n"); n < 2 {
+		t.Errorf("the container ran %d times; want 2 or more:\n%s", n, out)
+	}
+}
+
+// TestPostStartHookRuns: a container's postStart hook (exec, in the
+// image) runs in the job right after the container starts: the file it
+// writes into the pod's volume is seen by the container.
+func TestPostStartHookRuns(t *testing.T) {
+	e := newProbesEnv(t)
+	pod := e.pod("post-start", "while [ ! -e /mnt/hooked ]; do sleep 0.2; done; echo saw the hook; sleep 600")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt"}}
+	c.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"sh", "-c", "echo hi > /mnt/hooked"},
+	}}}
+	pod = e.create(pod)
+	e.waitPod("post-start", "Running", 90*time.Second, phaseIs(corev1.PodRunning))
+	dir := path.Join(e.rig.Get(t, "RIG_DATA_ROOT"), e.ns+"-"+string(pod.UID))
+	var out []byte
+	e.waitFor("the container to see the hook's file", 60*time.Second, func() bool {
+		var err error
+		out, err = e.site.Run(context.Background(), nil, "cat", dir+"/main.log", dir+"/volumes/data/hooked")
+		return err == nil && strings.Contains(string(out), "saw the hook")
+	})
+	if !strings.Contains(string(out), "hi") {
+		t.Errorf("main.log and the hook's file: %q; want the hook's hi", out)
+	}
+}
+
+// TestLivenessProbeKillWithRestartPolicyNever: under restartPolicy Never
+// the container its liveness probe killed is not run again: the pod fails,
+// its container terminated with a message naming the probe, and the
+// kubelet's Events say so.
+func TestLivenessProbeKillWithRestartPolicyNever(t *testing.T) {
+	e := newProbesEnv(t)
+	pod := e.pod("live-never", "echo run; sleep 600")
+	grace := int64(5)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.Spec.Containers[0].LivenessProbe = &corev1.Probe{
+		ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}},
+		InitialDelaySeconds: 3, PeriodSeconds: 1, FailureThreshold: 2,
+	}
+	pod = e.create(pod)
+	failed := e.waitPod("live-never", "Failed", 120*time.Second, phaseIs(corev1.PodFailed))
+	cs := failed.Status.ContainerStatuses[0]
+	term := cs.State.Terminated
+	if term == nil || term.ExitCode == 0 || term.Message != "killed by its failing liveness probe" || cs.RestartCount != 0 {
+		t.Errorf("container %+v, restartCount %d; want it terminated by its liveness probe, never restarted", cs.State, cs.RestartCount)
+	}
+	e.waitEvent(pod, "Killing: Container main failed liveness probe")
+	for _, ev := range e.events(pod) {
+		if strings.Contains(ev, "will be restarted") {
+			t.Errorf("Event %q; want none saying the container will be restarted", ev)
+		}
+	}
+}

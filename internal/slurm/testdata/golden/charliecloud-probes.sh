@@ -115,8 +115,10 @@ sluice_run() {
 		exec "$@"
 	) >"$sluice_fifo" 2>&1 &
 	sluice_child=$!
+	sluice_up
 	sluice_wait "$sluice_child"
 	sluice_status=$sluice_code
+	rm -f "$sluice_tmp/$sluice_name.pid"
 	kill -s KILL -- "-$sluice_child" 2>/dev/null
 	sluice_wait "$sluice_log"
 	rm -f "$sluice_fifo"
@@ -137,33 +139,78 @@ sluice_stamp() {
 		sluice_put "$sluice_dir/$1.time" "$sluice_now"
 	fi
 }
-# sluice_probe NAME DELAY PERIOD TIMEOUT SUCCESS FAILURE CHECK... runs CHECK
-# every PERIOD seconds, from DELAY seconds on, each within TIMEOUT seconds,
-# until NAME.exit appears or the job's shell ends. It writes 1 to
-# NAME.ready once SUCCESS checks in a row passed, 0 once FAILURE checks
-# in a row failed.
+# sluice_up runs the postStart hook of the container sluice_run just
+# started, if it has one, then writes the container's process id to the
+# temporary NAME.pid: its probes begin then.
+sluice_up() {
+	sluice_put "$sluice_tmp/$sluice_name.pid" "$sluice_child"
+}
+
+# sluice_probe NAME ROLE GATE DELAY PERIOD TIMEOUT SUCCESS FAILURE CHECK...
+# runs CHECK, the ROLE (readiness, liveness or startup) probe of container
+# NAME, every PERIOD seconds, each within TIMEOUT seconds, from DELAY
+# seconds after each run of NAME began (when the temporary NAME.GATE took
+# its process id: see containerData.Gate), until NAME.exit appears or the
+# job's shell ends. SUCCESS checks in a row pass it, FAILURE in a row fail
+# it (sluice_probed).
 # shellcheck disable=SC2317 # called through sluice_probe or sluice_hook
 sluice_probe() {
-	sluice_pname=$1 sluice_period=$3 sluice_timeout=$4 sluice_success=$5 sluice_failure=$6
-	sleep "$2"
-	shift 6
-	sluice_ok=0 sluice_bad=0 sluice_ready=0
-	while [ ! -e "$sluice_dir/$sluice_pname.exit" ] && kill -0 "$$" 2>/dev/null; do
-		if sluice_check "$@"; then
-			sluice_ok=$((sluice_ok + 1)) sluice_bad=0
-			if [ "$sluice_ok" -ge "$sluice_success" ] && [ "$sluice_ready" != 1 ]; then
-				sluice_ready=1
-				sluice_put "$sluice_dir/$sluice_pname.ready" 1
-			fi
-		else
-			sluice_bad=$((sluice_bad + 1)) sluice_ok=0
-			if [ "$sluice_bad" -ge "$sluice_failure" ] && [ "$sluice_ready" != 0 ]; then
-				sluice_ready=0
-				sluice_put "$sluice_dir/$sluice_pname.ready" 0
-			fi
+	sluice_pname=$1 sluice_role=$2 sluice_gate=$sluice_tmp/$1.$3 sluice_delay=$4
+	sluice_period=$5 sluice_timeout=$6 sluice_success=$7 sluice_failure=$8
+	shift 8
+	sluice_seen=
+	while sluice_alive; do
+		if ! sluice_gate_pid || [ "$sluice_gpid" = "$sluice_seen" ]; then
+			sleep 1
+			continue
 		fi
-		sleep "$sluice_period"
+		sluice_seen=$sluice_gpid
+		sleep "$sluice_delay"
+		sluice_ok=0 sluice_bad=0 sluice_ready=
+		while sluice_alive && sluice_gate_pid && [ "$sluice_gpid" = "$sluice_seen" ]; do
+			if sluice_check "$@"; then
+				sluice_ok=$((sluice_ok + 1)) sluice_bad=0
+			else
+				sluice_bad=$((sluice_bad + 1)) sluice_ok=0
+			fi
+			if ! sluice_probed; then
+				break
+			fi
+			sleep "$sluice_period"
+		done
 	done
+}
+
+# sluice_alive tells whether sluice_probe's container may run: it has not
+# ended and the job's shell runs.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_alive() {
+	[ ! -e "$sluice_dir/$sluice_pname.exit" ] && kill -0 "$$" 2>/dev/null
+}
+
+# sluice_gate_pid reads sluice_probe's gate file into sluice_gpid.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_gate_pid() {
+	sluice_gpid=
+	{ read -r sluice_gpid <"$sluice_gate"; } 2>/dev/null
+}
+
+# sluice_probed acts on sluice_probe's counts: a readiness probe writes 1
+# to NAME.ready once it passed, 0 once it failed; It fails when the probe is
+# done with this run.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_probed() {
+	case $sluice_role in
+	readiness)
+		if [ "$sluice_ok" -ge "$sluice_success" ] && [ "$sluice_ready" != 1 ]; then
+			sluice_ready=1
+			sluice_put "$sluice_dir/$sluice_pname.ready" 1
+		elif [ "$sluice_bad" -ge "$sluice_failure" ] && [ "$sluice_ready" != 0 ]; then
+			sluice_ready=0
+			sluice_put "$sluice_dir/$sluice_pname.ready" 0
+		fi
+		;;
+	esac
 }
 
 # sluice_check CHECK... runs CHECK, in a session of its own, and kills that
@@ -289,7 +336,8 @@ if [ -z "${USER:-}" ]; then
 fi
 sluice_pre_stopped=
 
-# Containers with a readiness probe are not ready until it passes.
+# Containers with a readiness probe are not ready until it passes, nor
+# started, with a startup probe, until it does.
 sluice_put "$sluice_dir/web.ready" 0
 sluice_put "$sluice_dir/checked.ready" 0
 sluice_put "$sluice_dir/db.ready" 0
@@ -299,10 +347,10 @@ sluice_start web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-00000000
 sluice_start checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
 sluice_start db /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/db '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
 sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
-# Readiness probes, beside their containers.
-sluice_probe web 2 3 1 1 3 sluice_check_http 'http://127.0.0.1:8080/healthz?who='\''me'\''&x=$(id)' -H 'X-Probe: it'\''s "$HOME"' &
-sluice_probe checked 0 1 2 2 1 sluice_check_exec checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" busybox -- sh -c 'test -e "$HOME/ready" && echo '\''$x'\''' &
-sluice_probe db 0 5 1 1 3 sluice_check_tcp db.example.org 5432 &
+# Probes, beside their containers.
+sluice_probe web readiness pid 2 3 1 1 3 sluice_check_http 'http://127.0.0.1:8080/healthz?who='\''me'\''&x=$(id)' -H 'X-Probe: it'\''s "$HOME"' &
+sluice_probe checked readiness pid 0 1 2 2 1 sluice_check_exec checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" busybox -- sh -c 'test -e "$HOME/ready" && echo '\''$x'\''' &
+sluice_probe db readiness pid 0 5 1 1 3 sluice_check_tcp db.example.org 5432 &
 sluice_result=0
 for sluice_pid in $sluice_pids; do
 	sluice_wait "$sluice_pid"
