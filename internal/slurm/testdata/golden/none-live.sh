@@ -432,13 +432,15 @@ sluice_kill() {
 			sluice_put "$sluice_flag" 0
 		fi
 	done
-	kill -s TERM -- "-$2" 2>/dev/null
+	# The run itself too: a hook may end before the run's setsid made its
+	# process group.
+	kill -s TERM -- "-$2" "$2" 2>/dev/null
 	sluice_waited=0
-	while [ "$sluice_waited" -lt "$sluice_grace" ] && kill -s 0 -- "-$2" 2>/dev/null; do
+	while [ "$sluice_waited" -lt "$sluice_grace" ] && { kill -s 0 -- "-$2" || kill -s 0 "$2"; } 2>/dev/null; do
 		sleep 1
 		sluice_waited=$((sluice_waited + 1))
 	done
-	kill -s KILL -- "-$2" 2>/dev/null
+	kill -s KILL -- "-$2" "$2" 2>/dev/null
 }
 
 # sluice_post_start runs the postStart hook of the container sluice_run
