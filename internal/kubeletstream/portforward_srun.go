@@ -76,7 +76,7 @@ func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, por
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
 	}
-	sess, err := login.NewSession()
+	sess, err := newCarriedSession(ctx, login)
 	if err != nil {
 		return fmt.Errorf("port-forward: login node session: %w", err)
 	}
@@ -177,4 +177,28 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// sessionRetry bounds how long a refused session is asked for again: the
+// login sshd counts a session until it has seen its channel closed, a
+// little after the stream that held the slot ended, and refuses one past
+// its MaxSessions meanwhile ("open failed").
+const sessionRetry = 5 * time.Second
+
+// newCarriedSession opens a session on the carrier connection, asking
+// again for up to sessionRetry while the sshd refuses it.
+func newCarriedSession(ctx context.Context, login *ssh.Client) (*ssh.Session, error) {
+	deadline := time.Now().Add(sessionRetry)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		sess, err := login.NewSession()
+		var refused *ssh.OpenChannelError
+		if err == nil || !errors.As(err, &refused) || time.Now().After(deadline) {
+			return sess, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+	}
 }
