@@ -15,8 +15,7 @@ import (
 // resultFiles matches the names of log, exit, time, readiness, started,
 // restarts and killed files in a job directory: a DNS label (a container
 // name, or "job") and .log, .exit, .time, .ready, .started, .restarts or
-// .killed. Anything
-// else a job leaves in its directory is not listed.
+// .killed. Anything else a job leaves in its directory is not listed.
 const resultFiles = `.*/[a-z0-9]([a-z0-9-]*[a-z0-9])?\.(exit|log|time|ready|started|restarts|killed)`
 
 // jobName is the stem of the batch script's own exit file, job.exit.
@@ -50,13 +49,14 @@ const maxExitFile = "-64c"
 // of the node waits for.
 const scanTimeout = 2 * time.Minute
 
-// scanCmd lists, in one command, the log files and the contents of the exit
-// and time files of the job directories named under root, as lines
+// scanCmd lists, in one command, the log files and the contents of the
+// other result files of the job directories named under root, as lines
 // "<dir>/<c>.log", "<dir>/<c>.exit:<code>", "<dir>/<c>.time:<times>",
-// "<dir>/<c>.ready:<0|1>", "<dir>/<c>.started:<0|1>" and
-// "<dir>/<c>.restarts:<restarts>" and "<dir>/<c>.killed:<reason>". It walks root itself, so that a directory
-// that is gone is simply not listed (find fails on a missing starting
-// point), and skips every directory not named. root must hold no glob
+// "<dir>/<c>.ready:<0|1>", "<dir>/<c>.started:<0|1>",
+// "<dir>/<c>.restarts:<restarts>" and "<dir>/<c>.killed:<reason>". It
+// walks root itself, so that a directory that is gone is simply not listed
+// (find fails on a missing starting point), and skips every directory not
+// named. root must hold no glob
 // character (Client.check).
 func scanCmd(root string, names []string) []string {
 	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race",
