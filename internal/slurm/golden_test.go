@@ -76,12 +76,10 @@ var goldenCases = []struct {
 		p.Annotations = map[string]string{AnnotationFlavor: "default"}
 		return p
 	}, SiteOptions{Flavors: testSiteOptions().Flavors, CommandPrefix: "export X=1", ImagePrefix: "/shared/ch/", Shell: "/bin/bash"}},
-	{"apptainer-probes", RuntimeApptainer, probedPod, SiteOptions{Probes: true}},
-	{"charliecloud-probes", RuntimeCharliecloud, probedPod, SiteOptions{Probes: true}},
-	{"none-probes", RuntimeNone, probedPod, SiteOptions{Probes: true}},
-	{"apptainer-live", RuntimeApptainer, livePod, SiteOptions{Probes: true}},
-	{"none-live", RuntimeNone, livePod, SiteOptions{Probes: true}},
-	{"enroot-live", RuntimeEnroot, livePod, SiteOptions{Probes: true}},
+	{"apptainer-probes", RuntimeApptainer, allProbesPod, SiteOptions{Probes: true}},
+	{"charliecloud-probes", RuntimeCharliecloud, allProbesPod, SiteOptions{Probes: true}},
+	{"enroot-probes", RuntimeEnroot, allProbesPod, SiteOptions{Probes: true}},
+	{"none-probes", RuntimeNone, allProbesPod, SiteOptions{Probes: true}},
 }
 
 func TestGolden(t *testing.T) {

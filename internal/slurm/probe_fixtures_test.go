@@ -73,3 +73,13 @@ func livePod() *corev1.Pod {
 	p.Spec.Containers = []corev1.Container{app, side, plain}
 	return p
 }
+
+// allProbesPod is probedPod with livePod's app and side beside its
+// containers, and livePod's restartPolicy: every kind of probe and hook
+// in one pod, for the golden scripts.
+func allProbesPod() *corev1.Pod {
+	p, live := probedPod(), livePod()
+	p.Spec.Containers = append(p.Spec.Containers, live.Spec.Containers[:2]...)
+	p.Spec.RestartPolicy = live.Spec.RestartPolicy
+	return p
+}

@@ -45,6 +45,9 @@ sluice_exit() {
 # ignored.
 # shellcheck disable=SC2317 # called by trap
 sluice_forward() {
+	if [ -n "$sluice_tmp" ]; then
+		: >"$sluice_tmp/stopping" # the probes kill nothing more
+	fi
 	sluice_pre_stop
 	sluice_stop=1
 	for sluice_pid in $sluice_pids; do
@@ -68,6 +71,7 @@ sluice_wait() {
 # does; the rest of its process group is killed when that process ends.
 # shellcheck disable=SC2317 # called by trap
 sluice_term() {
+	sluice_halt=1
 	if [ -n "$sluice_child" ]; then
 		kill -s TERM "$sluice_child" 2>/dev/null
 	fi
@@ -125,6 +129,9 @@ sluice_run() {
 	if [ -n "$sluice_started" ]; then
 		sluice_stamp "$sluice_name" "$sluice_started"
 	fi
+	if sluice_restarting; then
+		return "$sluice_status"
+	fi
 	sluice_put "$sluice_dir/$sluice_name.exit" "$sluice_status"
 	return "$sluice_status"
 }
@@ -143,6 +150,9 @@ sluice_stamp() {
 # started, if it has one, then writes the container's process id to the
 # temporary NAME.pid: its probes begin then.
 sluice_up() {
+	if ! sluice_post_start; then
+		return 0
+	fi
 	sluice_put "$sluice_tmp/$sluice_name.pid" "$sluice_child"
 }
 
@@ -196,7 +206,10 @@ sluice_gate_pid() {
 }
 
 # sluice_probed acts on sluice_probe's counts: a readiness probe writes 1
-# to NAME.ready once it passed, 0 once it failed; It fails when the probe is
+# to NAME.ready once it passed, 0 once it failed; a startup probe that
+# passed writes 1 to NAME.started and the run's process id to the
+# temporary NAME.up, for the other probes; a startup or liveness probe
+# that failed kills the run (sluice_kill). It fails when the probe is
 # done with this run.
 # shellcheck disable=SC2317 # called through sluice_probe
 sluice_probed() {
@@ -208,6 +221,23 @@ sluice_probed() {
 		elif [ "$sluice_bad" -ge "$sluice_failure" ] && [ "$sluice_ready" != 0 ]; then
 			sluice_ready=0
 			sluice_put "$sluice_dir/$sluice_pname.ready" 0
+		fi
+		;;
+	startup)
+		if [ "$sluice_ok" -ge "$sluice_success" ]; then
+			sluice_put "$sluice_tmp/$sluice_pname.up" "$sluice_seen"
+			sluice_put "$sluice_dir/$sluice_pname.started" 1
+			return 1
+		fi
+		if [ "$sluice_bad" -ge "$sluice_failure" ]; then
+			sluice_kill "$sluice_pname" "$sluice_seen" startup "startup probe of container $sluice_pname failed $sluice_bad times"
+			return 1
+		fi
+		;;
+	liveness)
+		if [ "$sluice_bad" -ge "$sluice_failure" ]; then
+			sluice_kill "$sluice_pname" "$sluice_seen" liveness "liveness probe of container $sluice_pname failed $sluice_bad times"
+			return 1
 		fi
 		;;
 	esac
@@ -288,6 +318,8 @@ sluice_pre_stop() {
 	sluice_hooks="$sluice_hooks $!"
 	sluice_hook db 20 sluice_check_http http://127.0.0.1:5433/quit &
 	sluice_hooks="$sluice_hooks $!"
+	sluice_hook app 20 sluice_check_http http://127.0.0.1:8080/quit &
+	sluice_hooks="$sluice_hooks $!"
 	for sluice_hook_pid in $sluice_hooks; do
 		wait "$sluice_hook_pid"
 	done
@@ -305,8 +337,143 @@ sluice_hook() {
 		echo "sluice: preStop hook of container $sluice_hname failed with exit code $sluice_ccode"
 	fi
 }
+# sluice_start_kept POLICY NAME ... starts a container that its probes or
+# postStart hook can kill under sluice_keep, in the background.
+sluice_start_kept() {
+	if [ -z "$sluice_stop" ]; then
+		sluice_keep "$@" &
+		sluice_pids="$sluice_pids $!"
+	fi
+}
+
+# sluice_keep POLICY NAME ENV_FILE DIR COMMAND... runs a container (see
+# sluice_run) and runs it again each time its liveness or startup probe or
+# its postStart hook killed it and POLICY (the pod's restartPolicy) says
+# so: Always, or OnFailure when it did not exit 0. Each such run is counted
+# in NAME.restarts, "COUNT CODE START END REASON", before the back-off of
+# the kubelet: the first restart at once (the kubelet backs off from the
+# second on), then 10 s, doubling up to 300 s, from 0 again after a run of
+# 10 minutes. A container that ends by itself is not run again: the pod is
+# a batch job. Told to stop (SIGTERM), it runs nothing again and writes
+# NAME.exit.
+sluice_keep() {
+	sluice_policy=$1
+	shift
+	sluice_halt='' sluice_restarts=0 sluice_backoff=0
+	while :; do
+		sluice_again=
+		sluice_run "$@"
+		sluice_child=
+		if [ -z "$sluice_again" ]; then
+			return "$sluice_status"
+		fi
+		sluice_restarts=$((sluice_restarts + 1))
+		sluice_put "$sluice_dir/$1.restarts" "$sluice_restarts $sluice_status ${sluice_started:-0} ${sluice_now:-0} $sluice_reason"
+		if [ "${sluice_now:-0}" -ge $((${sluice_started:-0} + 600)) ]; then
+			sluice_backoff=0
+		fi
+		echo "sluice: container $1 ended with exit code $sluice_status; restart $sluice_restarts in $sluice_backoff s (restartPolicy $sluice_policy)"
+		# The back-off's sleep stands for the container: SIGTERM ends it.
+		sleep "$sluice_backoff" &
+		sluice_child=$!
+		if [ -z "$sluice_halt" ]; then
+			wait "$sluice_child"
+		fi
+		kill "$sluice_child" 2>/dev/null
+		sluice_child=
+		if [ -n "$sluice_halt" ]; then
+			sluice_put "$sluice_dir/$1.exit" "$sluice_status"
+			return "$sluice_status"
+		fi
+		sluice_backoff=$((sluice_backoff * 2))
+		if [ "$sluice_backoff" -eq 0 ]; then
+			sluice_backoff=10
+		elif [ "$sluice_backoff" -gt 300 ]; then
+			sluice_backoff=300
+		fi
+	done
+}
+
+# sluice_restarting tells sluice_run, once its container ended, whether
+# sluice_keep runs it again (sluice_again): it does when a probe or hook
+# killed it (the temporary NAME.kill holds the reason), the restart policy
+# says so and the job is not being stopped. A container killed and not run
+# again has the reason in NAME.killed.
+sluice_restarting() {
+	sluice_again='' sluice_reason=''
+	if ! { read -r sluice_reason <"$sluice_tmp/$sluice_name.kill"; } 2>/dev/null; then
+		return 1
+	fi
+	rm -f "$sluice_tmp/$sluice_name.kill"
+	case ${sluice_halt:-}/${sluice_policy:-}/$sluice_status in
+	/Always/* | /OnFailure/[1-9]*)
+		sluice_again=1
+		return 0
+		;;
+	/*)
+		echo "sluice: container $sluice_name ended with exit code $sluice_status and is not run again (restartPolicy ${sluice_policy:-Never})"
+		;;
+	esac
+	sluice_put "$sluice_dir/$sluice_name.killed" "$sluice_reason"
+	return 1
+}
+
+# sluice_kill NAME PID REASON WHY kills the run PID of container NAME as
+# the kubelet kills a container: SIGTERM to its process group, SIGKILL
+# after the pod's grace period. It says WHY in the job's output, leaves
+# REASON in the temporary NAME.kill first, for sluice_restarting, and sets
+# the container's readiness and startup back to 0. A job being stopped
+# kills nothing more.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_kill() {
+	if [ -e "$sluice_tmp/stopping" ]; then
+		return 0
+	fi
+	echo "sluice: $4: killing the container"
+	sluice_put "$sluice_tmp/$1.kill" "$3"
+	for sluice_flag in "$sluice_dir/$1.ready" "$sluice_dir/$1.started"; do
+		if [ -e "$sluice_flag" ]; then
+			sluice_put "$sluice_flag" 0
+		fi
+	done
+	# The run itself too: a hook may end before the run's setsid made its
+	# process group.
+	kill -s TERM -- "-$2" "$2" 2>/dev/null
+	sluice_waited=0
+	while [ "$sluice_waited" -lt "$sluice_grace" ] && { kill -s 0 -- "-$2" || kill -s 0 "$2"; } 2>/dev/null; do
+		sleep 1
+		sluice_waited=$((sluice_waited + 1))
+	done
+	kill -s KILL -- "-$2" "$2" 2>/dev/null
+}
+
+# sluice_post_start runs the postStart hook of the container sluice_run
+# just started, if it has one, within the pod's grace period, and fails
+# when the hook does: the container is killed then (sluice_kill).
+sluice_post_start() {
+	sluice_timeout=$sluice_grace
+	case $sluice_name in
+	app)
+		set -- sluice_check_exec app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" busybox -- sh -c 'echo '\''$started'\'' > /tmp/started'
+		;;
+	*)
+		return 0
+		;;
+	esac
+	if sluice_check "$@"; then
+		echo "sluice: postStart hook of container $sluice_name ran"
+		return 0
+	fi
+	if [ -n "$sluice_halt" ]; then
+		kill -s KILL -- "-$sluice_cpid" 2>/dev/null
+		return 1
+	fi
+	sluice_kill "$sluice_name" "$sluice_child" postStart "postStart hook of container $sluice_name failed with exit code $sluice_ccode" &
+	return 1
+}
 
 # sluice_start NAME ... starts a container (see sluice_run) in the background.
+# shellcheck disable=SC2317 # unused when every container is kept
 sluice_start() {
 	if [ -z "$sluice_stop" ]; then
 		sluice_run "$@" &
@@ -318,7 +485,7 @@ cd "$sluice_dir" || exit 1
 trap sluice_exit EXIT
 trap sluice_forward TERM INT
 # A requeued job runs again: the exit codes of its last run are gone.
-rm -f -- job.exit web.exit web.time web.ready checked.exit checked.time checked.ready db.exit db.time db.ready hello.exit hello.time
+rm -f -- job.exit web.exit web.time web.ready checked.exit checked.time checked.ready db.exit db.time db.ready hello.exit hello.time app.exit app.time app.ready app.restarts app.killed app.started side.exit side.time side.restarts side.killed
 if [ -n "${SLURM_JOB_ID:-}" ]; then
 	sluice_put "$sluice_dir/job.id" "$SLURM_JOB_ID"
 fi
@@ -335,22 +502,31 @@ if [ -z "${USER:-}" ]; then
 	export USER
 fi
 sluice_pre_stopped=
+sluice_grace=20
 
 # Containers with a readiness probe are not ready until it passes, nor
 # started, with a startup probe, until it does.
 sluice_put "$sluice_dir/web.ready" 0
 sluice_put "$sluice_dir/checked.ready" 0
 sluice_put "$sluice_dir/db.ready" 0
+sluice_put "$sluice_dir/app.ready" 0
+sluice_put "$sluice_dir/app.started" 0
 
 # Containers, all together.
 sluice_start web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/web '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
 sluice_start checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
 sluice_start db /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/db '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
 sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
+sluice_start_kept OnFailure app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
+sluice_start_kept OnFailure side /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/side '' "$sluice_runtime" busybox -- sh -c 'sleep 600' --greeting 'hi there'
 # Probes, beside their containers.
 sluice_probe web readiness pid 2 3 1 1 3 sluice_check_http 'http://127.0.0.1:8080/healthz?who='\''me'\''&x=$(id)' -H 'X-Probe: it'\''s "$HOME"' &
 sluice_probe checked readiness pid 0 1 2 2 1 sluice_check_exec checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" busybox -- sh -c 'test -e "$HOME/ready" && echo '\''$x'\''' &
 sluice_probe db readiness pid 0 5 1 1 3 sluice_check_tcp db.example.org 5432 &
+sluice_probe app startup pid 0 2 1 1 30 sluice_check_http http://127.0.0.1:8080/started &
+sluice_probe app liveness up 3 5 2 1 3 sluice_check_exec app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" busybox -- sh -c 'test -e "$HOME/alive"' &
+sluice_probe app readiness up 0 1 1 1 1 sluice_check_tcp 127.0.0.1 8080 &
+sluice_probe side liveness pid 0 10 1 1 3 sluice_check_tcp 127.0.0.1 9090 &
 sluice_result=0
 for sluice_pid in $sluice_pids; do
 	sluice_wait "$sluice_pid"

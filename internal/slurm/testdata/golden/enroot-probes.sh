@@ -33,6 +33,9 @@ sluice_fail() {
 # shellcheck disable=SC2317 # called by trap
 sluice_exit() {
 	sluice_code=$?
+	for sluice_enroot_name in ${sluice_enroot_made:-}; do
+		"$sluice_runtime" remove -f -- "$sluice_enroot_name" >/dev/null 2>&1
+	done
 	if [ -n "$sluice_tmp" ]; then
 		rm -rf "$sluice_tmp"
 	fi
@@ -314,7 +317,11 @@ sluice_pre_stop() {
 	fi
 	sluice_pre_stopped=1
 	sluice_hooks=
-	sluice_hook app 15 sluice_check_http http://127.0.0.1:8080/quit &
+	sluice_hook web 20 sluice_check_exec web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/web '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-web '' sh -c 'kill -USR1 1; sleep 3' &
+	sluice_hooks="$sluice_hooks $!"
+	sluice_hook db 20 sluice_check_http http://127.0.0.1:5433/quit &
+	sluice_hooks="$sluice_hooks $!"
+	sluice_hook app 20 sluice_check_http http://127.0.0.1:8080/quit &
 	sluice_hooks="$sluice_hooks $!"
 	for sluice_hook_pid in $sluice_hooks; do
 		wait "$sluice_hook_pid"
@@ -450,7 +457,7 @@ sluice_post_start() {
 	sluice_timeout=$sluice_grace
 	case $sluice_name in
 	app)
-		set -- sluice_check_exec app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' sh -c 'echo '\''$started'\'' > /tmp/started'
+		set -- sluice_check_exec app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-app '' sh -c 'echo '\''$started'\'' > /tmp/started'
 		;;
 	*)
 		return 0
@@ -477,11 +484,34 @@ sluice_start() {
 	fi
 }
 
+# sluice_enroot_make NAME IMAGE makes the enroot container NAME from IMAGE,
+# after removing one an earlier run of the job left: a squashfs image (an
+# absolute path) is unpacked as it is; any other image is imported first,
+# into the job directory, and its file removed once unpacked.
+sluice_enroot_make() {
+	"$sluice_runtime" remove -f -- "$1" >/dev/null 2>&1
+	case $2 in
+	/*) sluice_enroot_image=$2 ;;
+	*)
+		sluice_enroot_image=$sluice_dir/$1.sqsh
+		rm -f -- "$sluice_enroot_image"
+		"$sluice_runtime" import --output "$sluice_enroot_image" -- "$2" >&2 ||
+			sluice_fail 1 "enroot: cannot import $2"
+		;;
+	esac
+	sluice_enroot_made="$sluice_enroot_made $1"
+	"$sluice_runtime" create --name "$1" -- "$sluice_enroot_image" >&2 ||
+		sluice_fail 1 "enroot: cannot make the container $1 from $sluice_enroot_image"
+	if [ "$sluice_enroot_image" != "$2" ]; then
+		rm -f -- "$sluice_enroot_image"
+	fi
+}
+
 cd "$sluice_dir" || exit 1
 trap sluice_exit EXIT
 trap sluice_forward TERM INT
 # A requeued job runs again: the exit codes of its last run are gone.
-rm -f -- job.exit app.exit app.time app.ready app.restarts app.killed app.started side.exit side.time side.restarts side.killed plain.exit plain.time
+rm -f -- job.exit web.exit web.time web.ready checked.exit checked.time checked.ready db.exit db.time db.ready hello.exit hello.time app.exit app.time app.ready app.restarts app.killed app.started side.exit side.time side.restarts side.killed
 if [ -n "${SLURM_JOB_ID:-}" ]; then
 	sluice_put "$sluice_dir/job.id" "$SLURM_JOB_ID"
 fi
@@ -490,21 +520,41 @@ for sluice_tool in awk mkfifo mktemp setsid; do
 done
 sluice_setsid=$(command -v setsid)
 sluice_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice.XXXXXX") || sluice_fail 1 "cannot make a temporary directory"
+
+sluice_runtime=$(command -v enroot) || sluice_fail 127 "enroot not found in PATH"
+
+# The enroot containers, one per container of the pod, made before any runs.
+sluice_enroot_made=
+sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-web docker://busybox
+sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-checked docker://busybox
+sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-db docker://busybox
+sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-hello docker://busybox
+sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-app docker://busybox
+sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-side docker://busybox
 sluice_pre_stopped=
-sluice_grace=15
+sluice_grace=20
 
 # Containers with a readiness probe are not ready until it passes, nor
 # started, with a startup probe, until it does.
+sluice_put "$sluice_dir/web.ready" 0
+sluice_put "$sluice_dir/checked.ready" 0
+sluice_put "$sluice_dir/db.ready" 0
 sluice_put "$sluice_dir/app.ready" 0
 sluice_put "$sluice_dir/app.started" 0
 
 # Containers, all together.
-sluice_start_kept OnFailure app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' sh -c 'sleep 600' --greeting 'hi there'
-sluice_start_kept OnFailure side /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/side '' sh -c 'sleep 600' --greeting 'hi there'
-sluice_start plain /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/plain '' sh -c 'sleep 600' --greeting 'hi there'
+sluice_start web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/web '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-web '' sh -c 'sleep 600' --greeting 'hi there'
+sluice_start checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-checked '' sh -c 'sleep 600' --greeting 'hi there'
+sluice_start db /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/db '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-db '' sh -c 'sleep 600' --greeting 'hi there'
+sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-hello '' sh -c 'sleep 600' --greeting 'hi there'
+sluice_start_kept OnFailure app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-app '' sh -c 'sleep 600' --greeting 'hi there'
+sluice_start_kept OnFailure side /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/side '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-side '' sh -c 'sleep 600' --greeting 'hi there'
 # Probes, beside their containers.
+sluice_probe web readiness pid 2 3 1 1 3 sluice_check_http 'http://127.0.0.1:8080/healthz?who='\''me'\''&x=$(id)' -H 'X-Probe: it'\''s "$HOME"' &
+sluice_probe checked readiness pid 0 1 2 2 1 sluice_check_exec checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-checked '' sh -c 'test -e "$HOME/ready" && echo '\''$x'\''' &
+sluice_probe db readiness pid 0 5 1 1 3 sluice_check_tcp db.example.org 5432 &
 sluice_probe app startup pid 0 2 1 1 30 sluice_check_http http://127.0.0.1:8080/started &
-sluice_probe app liveness up 3 5 2 1 3 sluice_check_exec app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' sh -c 'test -e "$HOME/alive"' &
+sluice_probe app liveness up 3 5 2 1 3 sluice_check_exec app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-app '' sh -c 'test -e "$HOME/alive"' &
 sluice_probe app readiness up 0 1 1 1 1 sluice_check_tcp 127.0.0.1 8080 &
 sluice_probe side liveness pid 0 10 1 1 3 sluice_check_tcp 127.0.0.1 9090 &
 sluice_result=0
