@@ -10,8 +10,10 @@ import (
 
 // maxReadAhead bounds what a stream waiting for its carrier may send
 // before the carrier takes it, and what is held of a carried stream the
-// carrier has not written on yet.
-const maxReadAhead = 1 << 20
+// carrier has not written on yet: a request's worth, kept small because
+// a client may open many streams at once (64 KiB × 1,000 streams is
+// 64 MiB of sluice-vk's memory at the most).
+const maxReadAhead = 64 << 10
 
 // readAhead reads a port-forward stream from the moment its handler is
 // called, into a buffer of at most max bytes, so that the stream is read
