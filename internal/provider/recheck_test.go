@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -276,4 +277,41 @@ func TestShadowGoesWhereTheAnnotationsMoveIt(t *testing.T) {
 		h.deleteAndForget(pod)
 		deletedAsMade(t, shadows)
 	})
+}
+
+// TestApplyMetaTellsEachChangeOnce: a submitted pod's annotations under
+// interLink's prefixes stay as submitted whatever the updates say; each
+// change is told once, a change undone is told again if it comes back, and
+// the other annotations follow the updates.
+func TestApplyMetaTellsEachChangeOnce(t *testing.T) {
+	st := &podState{pod: testPod("meta")}
+	st.pod.Annotations = map[string]string{annotations.Flags: "-p a", "note": "1"}
+	if changed := st.freeze(st.pod); changed != nil {
+		t.Fatalf("got %v changed at submission; want none", changed)
+	}
+	steps := []struct {
+		set  map[string]string
+		want []string
+	}{
+		{map[string]string{annotations.Flags: "-p b", "note": "2"}, []string{annotations.Flags}},
+		{map[string]string{annotations.Flags: "-p b", "note": "3"}, nil}, // told already
+		{map[string]string{annotations.Flags: "-p a"}, nil},              // undone
+		{map[string]string{annotations.Flags: "-p b"}, []string{annotations.Flags}},
+		{map[string]string{annotations.PreExec: "x"}, []string{annotations.Flags, annotations.PreExec}},
+		{nil, []string{annotations.Flags}},
+	}
+	for i, s := range steps {
+		meta := st.pod.ObjectMeta
+		meta.Annotations = s.set
+		changed, recheck := st.applyMeta(meta)
+		if !slices.Equal(changed, s.want) || recheck {
+			t.Errorf("step %d: got changed %v recheck %t; want %v, false", i, changed, recheck, s.want)
+		}
+		if got := st.pod.Annotations[annotations.Flags]; got != "-p a" || st.pod.Annotations[annotations.PreExec] != "" {
+			t.Errorf("step %d: got annotations %v; want %s as submitted, no %s", i, st.pod.Annotations, annotations.Flags, annotations.PreExec)
+		}
+		if st.pod.Annotations["note"] != s.set["note"] {
+			t.Errorf("step %d: got note %q; want %q, as updated", i, st.pod.Annotations["note"], s.set["note"])
+		}
+	}
 }
