@@ -127,7 +127,7 @@ type Warning struct {
 func Warnings(annotations map[string]string) []Warning {
 	var out []Warning
 	for name := range annotations {
-		if !underPrefixes(name) {
+		if !Prefixed(name) {
 			continue
 		}
 		note := unknownNote
@@ -143,6 +143,8 @@ func Warnings(annotations map[string]string) []Warning {
 	return out
 }
 
-func underPrefixes(name string) bool {
+// Prefixed tells whether annotation name is under one of Prefixes: one
+// that shapes a pod's job or its shadow, or that sluice warns of.
+func Prefixed(name string) bool {
 	return slices.ContainsFunc(Prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }

@@ -49,7 +49,7 @@ func TestTable(t *testing.T) {
 		switch {
 		case seen[k.Name]:
 			t.Errorf("%s is in the table twice", k.Name)
-		case !underPrefixes(k.Name):
+		case !Prefixed(k.Name):
 			t.Errorf("%s is not under %v", k.Name, Prefixes)
 		case k.Note == "" || strings.Contains(k.Note, "\n"):
 			t.Errorf("%s: note %q; want one line", k.Name, k.Note)

@@ -24,7 +24,7 @@ func TestMigrationPageNamesEveryAnnotation(t *testing.T) {
 			continue
 		}
 		support, _, _ := strings.Cut(rest, " |")
-		if underPrefixes(name) {
+		if Prefixed(name) {
 			rows[name] = support
 		}
 	}

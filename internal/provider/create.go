@@ -25,7 +25,8 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		p.mu.Unlock()
 		return nil
 	}
-	st := &podState{pod: pod.DeepCopy(), ref: p.cfg.Jobs.Ref(pod.Namespace, string(pod.UID), ""), finalizer: hasFinalizer(pod)}
+	st := &podState{pod: pod.DeepCopy(), ref: p.cfg.Jobs.Ref(pod.Namespace, string(pod.UID), ""), finalizer: hasFinalizer(pod),
+		wake: make(chan struct{}, 1)}
 	restarted := pod.Status.StartTime != nil && pod.Status.HostIP == p.cfg.InternalIP && hasFinalizer(pod)
 	if restarted {
 		// ours before a restart: keep what was reported until the next poll
@@ -54,17 +55,26 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // UpdatePod takes the new labels and annotations of a pod; a job cannot
-// change once submitted, so its spec is kept.
+// change once submitted, so its spec is kept, and so are the annotations it
+// was submitted with (applyMeta), a change to them told in a Warning Event.
+// A change to the annotations of a pod whose submission waits is checked at
+// once.
 func (p *Provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	st := p.pods[keyOf(pod)]
 	if st == nil || st.pod.UID != pod.UID {
+		p.mu.Unlock()
 		return nil
 	}
-	st.pod.ObjectMeta = *pod.ObjectMeta.DeepCopy()
+	changed, recheck := st.applyMeta(*pod.ObjectMeta.DeepCopy())
 	st.pod.Spec.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
 	st.pod.Spec.Tolerations = pod.Spec.Tolerations
+	cur, job := st.pod.DeepCopy(), st.ref.JobID
+	p.mu.Unlock()
+	if recheck {
+		st.wakeSubmission()
+	}
+	p.tellChangeIgnored(cur, job, changed)
 	return nil
 }
 
@@ -80,7 +90,8 @@ func (p *Provider) submit(ctx context.Context, st *podState) {
 			return
 		}
 		p.waitSubmit(st, err)
-		if !sleep(ctx, p.backoff(attempt)) {
+		// a change to the annotations is checked at once (UpdatePod)
+		if !sleepOr(ctx, p.backoff(attempt), st.wake) {
 			return
 		}
 	}
@@ -109,11 +120,18 @@ func (p *Provider) attempt(ctx context.Context, st *podState) (bool, error) {
 }
 
 // trySubmit makes one attempt. It reports done once the pod is submitted
-// or refused; otherwise the error says what the pod waits for.
+// or refused; otherwise the error says what the pod waits for. The attempt
+// works on one copy of the pod, checked first as at creation: its
+// annotations may have changed since (UpdatePod), and whatever the job and
+// the shadow are made from must pass the site's rules.
 func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	p.mu.Lock()
 	pod := st.pod.DeepCopy()
 	p.mu.Unlock()
+	if r := p.precheck(pod); r != nil {
+		p.refuse(st, r)
+		return true, nil
+	}
 	jobPod, r, err := p.prepareShadow(ctx, st, pod)
 	if r != nil {
 		p.refuse(st, r)
@@ -163,7 +181,10 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	st.containers = append(slices.Clip(job.Init), job.Containers...)
 	st.runtimeOptions = job.RuntimeOptions
 	st.waitMsg = ""
+	changed := st.freeze(pod)
+	cur := st.pod.DeepCopy()
 	p.mu.Unlock()
+	p.tellChangeIgnored(cur, id, changed)
 	p.metrics.submit(adopted)
 	if adopted {
 		p.event(pod, corev1.EventTypeNormal, EventAdopted, "adopted Slurm job %s", id)

@@ -48,6 +48,7 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 	defer st.op.Unlock()
 	p.mu.Lock()
 	pod := st.pod.DeepCopy()
+	made := st.shadowOf.DeepCopy()
 	ref := st.ref
 	ref.Grace = preStopGrace(pod, st.containers)
 	// a job may exist if it was submitted, or if the finalizer was set
@@ -69,8 +70,11 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 		}
 	}
 	p.terminate(st)
-	if p.cfg.Shadows != nil && shadow.Wanted(pod) {
-		if !p.retry(ctx, "delete the shadow", pod, func() error { return p.cfg.Shadows.Delete(ctx, pod) }) {
+	if made == nil && shadow.Wanted(pod) {
+		made = pod // none made in this process (it restarted): the pod says where it is
+	}
+	if p.cfg.Shadows != nil && made != nil {
+		if !p.retry(ctx, "delete the shadow", pod, func() error { return p.cfg.Shadows.Delete(ctx, made) }) {
 			return
 		}
 	}

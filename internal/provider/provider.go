@@ -246,15 +246,20 @@ func (p *Provider) background(fn func(ctx context.Context)) {
 }
 
 // sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
+func sleep(ctx context.Context, d time.Duration) bool { return sleepOr(ctx, d, nil) }
+
+// sleepOr is sleep cut short by a value on wake (never, if wake is nil);
+// it reports false only when ctx ends.
+func sleepOr(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		return true
+	case <-wake:
 	}
+	return true
 }
 
 // backoff is the delay before retry n (0-based): Backoff doubled, at most a minute.

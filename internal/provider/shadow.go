@@ -45,7 +45,13 @@ const (
 // completed. It returns the pod as the job sees it (kept containers
 // removed), or a refusal, or an error to wait on.
 func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.Pod) (*corev1.Pod, *refusal, error) {
-	if p.cfg.Shadows == nil || !shadow.Wanted(pod) {
+	if p.cfg.Shadows == nil {
+		return pod, nil, nil
+	}
+	if err := p.dropMovedShadow(ctx, st, pod); err != nil {
+		return nil, nil, &waitError{reason: reasonShadowError, err: err}
+	}
+	if !shadow.Wanted(pod) {
 		return pod, nil, nil
 	}
 	ref, err := p.cfg.Shadows.Ensure(ctx, pod)
@@ -59,17 +65,8 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 	case err != nil:
 		return nil, nil, &waitError{reason: reasonShadowError, err: err} // the shadow package names itself
 	}
-	p.mu.Lock()
-	first := !st.shadow
-	st.shadow = ref != nil
-	p.mu.Unlock()
-	if ref != nil && first {
-		p.event(pod, corev1.EventTypeNormal, EventShadowCreated, "shadow %s/%s ready for the tunnel (forward %t, reverse %t)", ref.Namespace, ref.Name, ref.Forward, ref.Reverse)
-		if r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID)); err == nil && r != nil && r.SocksPort != 0 {
-			p.event(pod, corev1.EventTypeWarning, EventReverseSocksProxy,
-				"SOCKS5 proxy on 127.0.0.1:%d of the job's node: every user of that node can reach the cluster through it, not only this job", r.SocksPort)
-			p.log.Warn("provider: pod asks for a SOCKS5 proxy open to every user of its node", "pod", keyOf(pod), "port", r.SocksPort)
-		}
+	if ref != nil {
+		p.shadowMade(st, pod, ref)
 	}
 	if ip, err := p.cfg.Shadows.PodIP(ctx, pod); err == nil && ip != "" {
 		p.setPodIP(st, ip)
@@ -99,6 +96,52 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 		p.mu.Unlock()
 	}
 	return shadow.Offloaded(pod), nil, nil
+}
+
+// shadowMade records that ref, the shadow of pod as this attempt sees it,
+// exists, and tells it in Events: once for a new shadow, and once for each
+// SOCKS port it opens to every user of the job's node.
+func (p *Provider) shadowMade(st *podState, pod *corev1.Pod, ref *shadow.Ref) {
+	socks := 0
+	if r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID)); err == nil && r != nil {
+		socks = r.SocksPort
+	}
+	p.mu.Lock()
+	first := st.shadowOf == nil
+	st.shadowOf = pod.DeepCopy()
+	tellSocks := socks != 0 && socks != st.socksTold
+	st.socksTold = socks
+	p.mu.Unlock()
+	if first {
+		p.event(pod, corev1.EventTypeNormal, EventShadowCreated, "shadow %s/%s ready for the tunnel (forward %t, reverse %t)", ref.Namespace, ref.Name, ref.Forward, ref.Reverse)
+	}
+	if tellSocks {
+		p.event(pod, corev1.EventTypeWarning, EventReverseSocksProxy,
+			"SOCKS5 proxy on 127.0.0.1:%d of the job's node: every user of that node can reach the cluster through it, not only this job", socks)
+		p.log.Warn("provider: pod asks for a SOCKS5 proxy open to every user of its node", "pod", keyOf(pod), "port", socks)
+	}
+}
+
+// dropMovedShadow deletes the shadow an earlier attempt made when pod, as
+// this attempt sees it, wants none or wants it in another namespace (its
+// annotations changed meanwhile): deleted where it is, through the pod it
+// was made for, so that none is left behind with the site's credentials.
+func (p *Provider) dropMovedShadow(ctx context.Context, st *podState, pod *corev1.Pod) error {
+	p.mu.Lock()
+	prev := st.shadowOf
+	p.mu.Unlock()
+	tenant := p.cfg.TenantNamespace
+	if prev == nil || shadow.Wanted(pod) && shadow.Namespace(prev, tenant) == shadow.Namespace(pod, tenant) {
+		return nil
+	}
+	if err := p.cfg.Shadows.Delete(ctx, prev); err != nil {
+		return err // the shadow package names itself
+	}
+	p.mu.Lock()
+	st.shadowOf = nil
+	p.mu.Unlock()
+	p.log.Info("provider: shadow deleted: the pod's annotations no longer want it there", "pod", keyOf(pod), "namespace", shadow.Namespace(prev, tenant))
+	return nil
 }
 
 // setPodIP gives the pod the shadow's address (S3) and pushes it.
@@ -146,8 +189,7 @@ func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.Reve
 // retry for an old node never overwrites a newer one.
 func (p *Provider) followNode(st *podState, node string) {
 	p.mu.Lock()
-	has := st.shadow
-	pod := st.pod.DeepCopy()
+	pod := st.shadowOf.DeepCopy() // the pod as its shadow was made
 	job := string(st.ref.JobID)
 	if st.stopFollow != nil {
 		st.stopFollow()
@@ -155,7 +197,7 @@ func (p *Provider) followNode(st *podState, node string) {
 	stopped, stop := context.WithCancel(context.Background())
 	st.stopFollow = stop
 	p.mu.Unlock()
-	if !has || p.cfg.Shadows == nil {
+	if pod == nil || p.cfg.Shadows == nil {
 		return
 	}
 	p.background(func(ctx context.Context) {

@@ -27,8 +27,12 @@ type fakeShadows struct {
 	pod     *corev1.Pod // the shadow pod; nil until set
 	nodes   []string
 	deleted int
-	tunnels []tunnel.Snapshot // what TunnelStatus answers
-	gated   []bool            // each SetOffloadedReady, in order
+	// nodeOf and deletedOf are the pods SetNode and Delete were given, in
+	// order: where the shadow is follows from their annotations.
+	nodeOf    []*corev1.Pod
+	deletedOf []*corev1.Pod
+	tunnels   []tunnel.Snapshot // what TunnelStatus answers
+	gated     []bool            // each SetOffloadedReady, in order
 }
 
 // SetOffloadedReady records ready and sets the condition on the shadow pod
@@ -51,10 +55,11 @@ func (f *fakeShadows) Ensure(_ context.Context, pod *corev1.Pod) (*shadow.Ref, e
 	return &shadow.Ref{Namespace: pod.Namespace + "-shadow", Name: "s", PodUID: string(pod.UID), Service: true, Forward: true}, nil
 }
 
-func (f *fakeShadows) SetNode(_ context.Context, _ *corev1.Pod, node, _ string) error {
+func (f *fakeShadows) SetNode(_ context.Context, pod *corev1.Pod, node, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodes = append(f.nodes, node)
+	f.nodeOf = append(f.nodeOf, pod.DeepCopy())
 	return nil
 }
 
@@ -66,10 +71,11 @@ func (f *fakeShadows) ShadowPod(context.Context, *corev1.Pod) (*corev1.Pod, erro
 	return f.pod.DeepCopy(), nil
 }
 
-func (f *fakeShadows) Delete(context.Context, *corev1.Pod) error {
+func (f *fakeShadows) Delete(_ context.Context, pod *corev1.Pod) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deleted++
+	f.deletedOf = append(f.deletedOf, pod.DeepCopy())
 	return nil
 }
 

@@ -50,7 +50,7 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 	var checks []check
 	p.mu.Lock()
 	for _, st := range p.pods {
-		if !st.shadow || !st.submitted || st.deleting {
+		if st.shadowOf == nil || !st.submitted || st.deleting {
 			continue
 		}
 		running := !st.final && st.last.BatchHost != ""

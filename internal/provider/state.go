@@ -43,8 +43,22 @@ type podState struct {
 	// kept are the statuses of the kept init containers, from the shadow
 	// pod once they completed.
 	kept map[string]corev1.ContainerStatus
-	// shadow: the pod has a shadow (S3) that follows its node.
-	shadow bool
+	// shadowOf is the pod as it was when its shadow (S3) was last made or
+	// brought up to date, nil while it has none. Where the shadow is
+	// follows from its annotations: the shadow is told of its node, moved
+	// and deleted through shadowOf, whatever the pod says now.
+	shadowOf *corev1.Pod
+	// submittedWith are the annotations under interLink's prefixes that the job
+	// was checked and submitted with, nil before; they are kept in pod
+	// whatever later updates say (UpdatePod). changeTold names the
+	// annotations whose change was last told in an Event.
+	submittedWith map[string]string
+	changeTold    string
+	// wake asks a waiting submission to try again now: the annotations it
+	// checks changed.
+	wake chan struct{}
+	// socksTold is the SOCKS port last told in a ReverseSocksProxy Event.
+	socksTold int
 	// tunnels are the states of the shadow's tunnels last seen, by mode;
 	// tunnelCond is the TunnelReady condition they gave, kept across the
 	// status the job gives the pod.
