@@ -229,15 +229,3 @@ func nodeFile(t *testing.T, node string) string {
 	writeNode(t, file, node)
 	return file
 }
-
-// roundTrip writes msg on c and reads it back.
-func roundTrip(t *testing.T, c net.Conn, msg string) {
-	t.Helper()
-	if _, err := io.WriteString(c, msg); err != nil {
-		t.Fatalf("write %q: %v", msg, err)
-	}
-	buf := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != msg {
-		t.Fatalf("read back %q, %v; want %q", buf, err, msg)
-	}
-}
