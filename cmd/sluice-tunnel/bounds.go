@@ -17,7 +17,7 @@ type forwardBounds struct {
 }
 
 func (b *forwardBounds) define(fs *flag.FlagSet) {
-	fs.IntVar(&b.maxConns, "max-conns", tunnel.DefaultMaxConns, "connections each port carries at once; more are refused; 0 for no limit")
+	fs.IntVar(&b.maxConns, "max-conns", tunnel.DefaultMaxConns, "connections carried at once, all ports together, each holding up to 2 MiB of the job's bytes; more are refused; 0 for no limit")
 	fs.DurationVar(&b.idleTimeout, "idle-timeout", tunnel.DefaultIdleTimeout, "close a connection that carried nothing either way for this long; 0 for never")
 	fs.DurationVar(&b.stallTimeout, "stall-timeout", tunnel.DefaultStallTimeout, "close a connection whose client has not taken the job's next bytes (32 KiB at most) within this time; 0 for never")
 	fs.IntVar(&b.maxStalled, "max-stalled", tunnel.DefaultMaxStalled, "connections, of all ports, whose client does not keep up, each holding up to 2 MiB of the job's bytes; one more is closed at once; 0 for no limit")

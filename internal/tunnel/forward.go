@@ -85,9 +85,12 @@ type Forward struct {
 	// Status follows the state of the SSH connection. If nil, none is kept.
 	Status *Status
 
-	// MaxConns is how many connections each port carries at once; a client
-	// beyond it is refused (its connection closed at once) and counted
-	// under RefusedLimit. If zero, DefaultMaxConns; if negative, no limit.
+	// MaxConns is how many connections the forward carries at once, all
+	// ports together; a client beyond it is refused (its connection closed
+	// at once) and counted under RefusedLimit. Each connection may hold up
+	// to the SSH channel's window (2 MiB) of the job's bytes that the
+	// tunnel has not yet written to its client, so this bounds the
+	// tunnel's memory. If zero, DefaultMaxConns; if negative, no limit.
 	MaxConns int
 	// IdleTimeout closes a connection that carried no byte either way for
 	// that long. If zero, DefaultIdleTimeout; if negative, none.
@@ -215,11 +218,8 @@ func (f *Forward) listen() ([]net.Listener, error) {
 }
 
 // serve accepts the clients of port until ln is closed, handling each in
-// its own goroutine; a client beyond the port's MaxConns is refused at
-// once.
+// its own goroutine; a client beyond MaxConns is refused at once.
 func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener, port int, l *link, b *bounds, log *slog.Logger) error {
-	conns := newSlots(b.maxConns)
-	refusals := &burst{quiet: burstQuiet}
 	pause := 5 * time.Millisecond
 	for {
 		conn, err := ln.Accept()
@@ -237,17 +237,17 @@ func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener
 			continue
 		}
 		pause = 5 * time.Millisecond
-		if !conns.take() {
+		if !b.conns.take() {
 			conn.Close()
 			f.Metrics.Refused(RefusedLimit)
-			if first, unlogged := refusals.event(time.Now()); first {
+			if first, unlogged := b.refusals.event(time.Now()); first {
 				log.Warn("forward connection limit reached: connections refused",
 					"port", port, "max_conns", b.maxConns, "unlogged_before", unlogged)
 			}
 			continue
 		}
 		wg.Go(func() {
-			defer conns.release()
+			defer b.conns.release()
 			f.handle(ctx, conn, port, l, b, log)
 		})
 	}

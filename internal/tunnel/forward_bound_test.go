@@ -20,7 +20,7 @@ import (
 // startJob listens on 127.0.0.1, where the fake compute node's sshd dials
 // the job's ports, and serves each connection with serve until the test
 // ends. It returns the port.
-func startJob(t *testing.T, serve func(net.Conn)) int {
+func startJob(t testing.TB, serve func(net.Conn)) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -33,7 +33,7 @@ func startJob(t *testing.T, serve func(net.Conn)) int {
 // serveConns serves each connection accepted on ln with serve, in its own
 // goroutine, until the test ends; then it closes them and waits for serve
 // to return.
-func serveConns(t *testing.T, ln net.Listener, serve func(net.Conn)) {
+func serveConns(t testing.TB, ln net.Listener, serve func(net.Conn)) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -83,22 +83,23 @@ func sourceJob(c net.Conn) {
 	}
 }
 
-// boundedForward runs a forward of port on site with the node known, set
-// up by adjust, and returns it with the address its clients dial.
-func boundedForward(t *testing.T, site *fakeSite, port int, adjust func(*Forward)) (*Forward, string, *logRecorder) {
+// boundedForward runs a forward of port (and more) on site with the node
+// known, set up by adjust, and returns it with the address the clients of
+// port dial.
+func boundedForward(t *testing.T, site *fakeSite, port int, adjust func(*Forward), more ...int) (*Forward, string, *loopbackListeners, *logRecorder) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "node")
 	writeNode(t, file, site.nodeName)
 	rec := newLogRecorder(t)
 	f := &Forward{
-		Hop: site.hop, Ports: []int{port}, NodeFile: file, Log: slog.New(rec), Metrics: NewMetrics(nil, "forward"),
+		Hop: site.hop, Ports: append([]int{port}, more...), NodeFile: file, Log: slog.New(rec), Metrics: NewMetrics(nil, "forward"),
 		Status: NewStatus("forward"), PollInterval: 20 * time.Millisecond, BackoffMin: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
 	}
 	adjust(f)
 	lns := &loopbackListeners{}
 	startForward(t, f, lns)
 	waitFor(t, 10*time.Second, "tunnel up", func() bool { return f.Status.Snapshot().State == StateUp })
-	return f, lns.addr(port), rec
+	return f, lns.addr(port), lns, rec
 }
 
 // dialEcho dials addr and checks that msg comes back.
@@ -165,13 +166,14 @@ func expectEnded(t *testing.T, c net.Conn, limit time.Duration) {
 
 func TestForwardConnLimit(t *testing.T) {
 	site := startFakeSite(t)
-	port := startJob(t, echoJob)
-	f, addr, rec := boundedForward(t, site, port, func(f *Forward) { f.MaxConns = 2 })
+	port, other := startJob(t, echoJob), startJob(t, echoJob)
+	f, addr, lns, rec := boundedForward(t, site, port, func(f *Forward) { f.MaxConns = 2 }, other)
 
+	// The limit is the forward's, all ports together.
 	a := dialEcho(t, addr, "first")
-	dialEcho(t, addr, "second")
-	for range 3 {
-		expectRefused(t, addr, 2*time.Second)
+	dialEcho(t, lns.addr(other), "second")
+	for _, refused := range []string{addr, lns.addr(other), addr} {
+		expectRefused(t, refused, 2*time.Second)
 	}
 	if got := testutil.ToFloat64(f.Metrics.refused.WithLabelValues(RefusedLimit)); got != 3 {
 		t.Errorf("refused{reason=limit} = %v; want 3", got)
@@ -190,7 +192,7 @@ func TestForwardConnLimit(t *testing.T) {
 func TestForwardStalledClientClosed(t *testing.T) {
 	site := startFakeSite(t)
 	port := startJob(t, sourceJob)
-	f, addr, rec := boundedForward(t, site, port, func(f *Forward) { f.StallTimeout = 500 * time.Millisecond })
+	f, addr, _, rec := boundedForward(t, site, port, func(f *Forward) { f.StallTimeout = 500 * time.Millisecond })
 
 	stuck := dialIdle(t, addr)
 	// Another client is served meanwhile.
@@ -214,7 +216,7 @@ func TestForwardStalledClientClosed(t *testing.T) {
 func TestForwardStallLimit(t *testing.T) {
 	site := startFakeSite(t)
 	port := startJob(t, sourceJob)
-	f, addr, rec := boundedForward(t, site, port, func(f *Forward) {
+	f, addr, _, rec := boundedForward(t, site, port, func(f *Forward) {
 		f.MaxStalled = 2
 		f.StallTimeout = time.Hour
 	})
@@ -246,7 +248,7 @@ func TestForwardStallLimit(t *testing.T) {
 func TestForwardIdleTimeout(t *testing.T) {
 	site := startFakeSite(t)
 	port := startJob(t, echoJob)
-	f, addr, _ := boundedForward(t, site, port, func(f *Forward) { f.IdleTimeout = 400 * time.Millisecond })
+	f, addr, _, _ := boundedForward(t, site, port, func(f *Forward) { f.IdleTimeout = 400 * time.Millisecond })
 
 	c := dialEcho(t, addr, "hello")
 	// Talking more often than the idle timeout keeps the connection,
@@ -276,7 +278,7 @@ func TestForwardHalfCloseBounded(t *testing.T) {
 		got, _ := io.ReadAll(c)
 		fmt.Fprintf(c, "got %d bytes", len(got))
 	})
-	_, addr, _ := boundedForward(t, site, port, func(f *Forward) { f.IdleTimeout = 5 * time.Second })
+	_, addr, _, _ := boundedForward(t, site, port, func(f *Forward) { f.IdleTimeout = 5 * time.Second })
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -8,11 +8,11 @@ import (
 )
 
 // Defaults of a Forward's limits. A shadow's tunnel container has a memory
-// limit of 256 MiB: DefaultMaxStalled channel windows (2 MiB each) and
-// DefaultMaxConns connections on a few ports fit under it with room for
-// the runtime (bench/RESULTS.md, "Forward tunnel under 2,000 streams").
+// limit of 256 MiB: DefaultMaxConns SSH channel windows of 2 MiB, what the
+// connections can hold at the most, fit under it with room for the
+// runtime (bench/RESULTS.md, "Forward tunnel under 2,000 streams").
 const (
-	DefaultMaxConns     = 512
+	DefaultMaxConns     = 100
 	DefaultMaxStalled   = 32
 	DefaultIdleTimeout  = time.Hour
 	DefaultStallTimeout = 30 * time.Second
@@ -107,13 +107,18 @@ func (b *burst) event(now time.Time) (log bool, unloggedBefore int) {
 // bounds are what a Forward's connections share to keep within its limits.
 type bounds struct {
 	limits
-	metrics *Metrics
-	stalled *slots            // connections whose client does not keep up
-	cuts    map[string]*burst // by reason (CutIdle, …); read-only
+	metrics  *Metrics
+	conns    *slots            // connections carried
+	stalled  *slots            // connections whose client does not keep up
+	refusals *burst            // of clients beyond maxConns
+	cuts     map[string]*burst // by reason (CutIdle, …); read-only
 }
 
 func newBounds(lim limits, m *Metrics) *bounds {
-	b := &bounds{limits: lim, metrics: m, stalled: newSlots(lim.maxStalled), cuts: map[string]*burst{}}
+	b := &bounds{
+		limits: lim, metrics: m, conns: newSlots(lim.maxConns), stalled: newSlots(lim.maxStalled),
+		refusals: &burst{quiet: burstQuiet}, cuts: map[string]*burst{},
+	}
 	for _, reason := range []string{CutIdle, CutStalled, CutStallLimit} {
 		b.cuts[reason] = &burst{quiet: burstQuiet}
 	}
