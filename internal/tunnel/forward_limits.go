@@ -8,11 +8,12 @@ import (
 )
 
 // Defaults of a Forward's limits. A shadow's tunnel container has a memory
-// limit of 256 MiB: DefaultMaxConns SSH channel windows of 2 MiB, what the
-// connections can hold at the most, fit under it with room for the
-// runtime (bench/RESULTS.md, "Forward tunnel under 2,000 streams").
+// limit of 256 MiB, and sluice-tunnel keeps Go's heap under 80% of it:
+// DefaultMaxConns SSH channel windows of 2 MiB, what the connections can
+// hold at the most (128 MiB), fit under that with room for the runtime
+// (bench/RESULTS.md, "Forward tunnel under 2,000 streams").
 const (
-	DefaultMaxConns     = 100
+	DefaultMaxConns     = 64
 	DefaultMaxStalled   = 32
 	DefaultIdleTimeout  = time.Hour
 	DefaultStallTimeout = 30 * time.Second
