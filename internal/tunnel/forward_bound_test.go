@@ -326,3 +326,50 @@ func TestSlots(t *testing.T) {
 		}
 	}
 }
+
+// A stalled connection whose job stops sending holds nothing of the job's
+// once its read waits, even if its last read was full (the job's last
+// packet filled it): it gives its slot back instead of keeping it until the
+// connection ends.
+func TestGuardReadThatWaitsUnstalls(t *testing.T) {
+	client, clientPeer := net.Pipe()
+	remote, remotePeer := net.Pipe()
+	defer clientPeer.Close()
+	defer remotePeer.Close()
+	stalled := newSlots(1)
+	m := NewMetrics(nil, "forward")
+	g := newGuard(client, remote, limits{maxConns: -1, maxStalled: 1, idleTimeout: -1, stallTimeout: time.Hour}, stalled, m)
+	defer g.stop()
+
+	// The client takes nothing: the write stalls and takes the slot.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := g.clientSide().Write([]byte("job's bytes"))
+		wrote <- err
+	}()
+	waitFor(t, 5*time.Second, "write stalled", func() bool { return testutil.ToFloat64(m.stalled) == 1 })
+	io.ReadFull(clientPeer, make([]byte, len("job's bytes")))
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	// The job sends one full read, then nothing.
+	read := make(chan error, 1)
+	buf := make([]byte, 4)
+	go func() {
+		for {
+			if _, err := g.remoteSide().Read(buf); err != nil {
+				read <- err
+				return
+			}
+		}
+	}()
+	remotePeer.Write([]byte("full"))
+	waitFor(t, 5*time.Second, "slot given back while the read waits", func() bool { return testutil.ToFloat64(m.stalled) == 0 })
+	if !stalled.take() {
+		t.Error("the slot given back cannot be taken")
+	}
+	remotePeer.Close()
+	if err := <-read; !errors.Is(err, io.EOF) {
+		t.Errorf("read after the job closed = %v; want EOF", err)
+	}
+}

@@ -47,9 +47,10 @@ type guard struct {
 	idle    *time.Timer // nil without an idle timeout
 	stopped bool        // the relay has returned: the timer must not be armed again
 
-	// holds is set while the connection holds a stalled slot. Only the copy
-	// from the remote to the client touches it, then stop.
-	holds bool
+	// holds is set while the connection holds a stalled slot: by the copy
+	// from the remote to the client, and cleared by it, by the timer of a
+	// read that waits (read), or by stop.
+	holds atomic.Bool
 }
 
 func newGuard(client, remote net.Conn, lim limits, stalled *slots, m *Metrics) *guard {
@@ -130,7 +131,7 @@ func (g *guard) write(p []byte) (int, error) {
 	}
 	start := time.Now()
 	var done int
-	if !g.holds {
+	if !g.holds.Load() {
 		first := stallAfter
 		if g.lim.stallTimeout >= 0 {
 			first = min(first, g.lim.stallTimeout)
@@ -145,7 +146,7 @@ func (g *guard) write(p []byte) (int, error) {
 		if !g.stalled.take() {
 			return n, g.cutBy(CutStallLimit, errStallLimit)
 		}
-		g.holds = true
+		g.holds.Store(true)
 		g.metrics.Stalled(1)
 		done, p = n, p[n:]
 	}
@@ -163,9 +164,15 @@ func (g *guard) write(p []byte) (int, error) {
 }
 
 // read reads the job's bytes from the remote. A read that does not fill p
-// emptied the channel's buffer: a stalled connection no longer holds
-// anything waiting, and gives its slot back.
+// emptied the channel's buffer, and so did one that waits: a stalled
+// connection then holds nothing of the job's, and gives its slot back.
 func (g *guard) read(p []byte) (int, error) {
+	if g.holds.Load() {
+		// A job that stopped sending leaves nothing waiting, even if its
+		// last packet filled the last read.
+		waits := time.AfterFunc(stallAfter, g.unstall)
+		defer waits.Stop()
+	}
 	n, err := g.remote.Read(p)
 	g.carried(n)
 	if n < len(p) {
@@ -175,8 +182,7 @@ func (g *guard) read(p []byte) (int, error) {
 }
 
 func (g *guard) unstall() {
-	if g.holds {
-		g.holds = false
+	if g.holds.CompareAndSwap(true, false) {
 		g.stalled.release()
 		g.metrics.Stalled(-1)
 	}
