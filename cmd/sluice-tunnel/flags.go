@@ -46,6 +46,7 @@ type config struct {
 	target tunnel.Target
 	ports  []int
 	listen string // IP address; "" for all
+	bounds forwardBounds
 
 	// reverse
 	socketDir string
@@ -111,6 +112,7 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 		fs.StringVar(&raw.target, "target", string(tunnel.TargetNode), "where the ports are dialed: node (the node's sshd dials its loopback) or login (the login node dials NODE:PORT)")
 		fs.Var(&raw.ports, "ports", "the job's TCP ports to forward, `P[,P...]` (required)")
 		fs.StringVar(&raw.listen, "listen", "", "IP address to listen on (default: all addresses)")
+		c.bounds.define(fs)
 	case modeReverse:
 		fs.StringVar(&c.socketDir, "socket-dir", "", "the pod's socket directory on the compute node, an absolute path (required)")
 		fs.Var(&raw.endpoints, "forward", "a cluster endpoint, `LISTENPORT=HOST:PORT`: the job's rev-LISTENPORT.sock leads to HOST:PORT (repeatable; at least one, or --socks-port)")
@@ -200,6 +202,7 @@ func (c *config) checkForward(raw *rawFlags) []error {
 		}
 		c.listen = raw.listen
 	}
+	errs = append(errs, c.bounds.check()...)
 	if port, clash := c.metricsClash(); clash {
 		errs = append(errs, fmt.Errorf("--metrics: port %d is also a forwarded port (--ports)", port))
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 )
@@ -71,6 +72,12 @@ func TestParseArgsForward(t *testing.T) {
 		target:          tunnel.TargetNode,
 		ports:           []int{8080, 9090},
 		listen:          "127.80.0.5",
+		bounds: forwardBounds{
+			maxConns:     tunnel.DefaultMaxConns,
+			maxStalled:   tunnel.DefaultMaxStalled,
+			idleTimeout:  tunnel.DefaultIdleTimeout,
+			stallTimeout: tunnel.DefaultStallTimeout,
+		},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("parseArgs = %+v\nwant %+v", c, want)
@@ -103,6 +110,23 @@ func TestParseArgsForwardOptions(t *testing.T) {
 	c, err = parseArgs(modeForward, argv(forwardFlags, map[string]string{"metrics": "127.0.0.1:8080", "listen": "127.80.0.5"}))
 	if err != nil || c.metrics != "127.0.0.1:8080" {
 		t.Errorf("metrics on another address than the forward: %+v, %v", c, err)
+	}
+}
+
+func TestParseArgsForwardBounds(t *testing.T) {
+	c, err := parseArgs(modeForward, argv(forwardFlags, nil, "--max-conns=64", "--max-stalled=0", "--idle-timeout=10m", "--stall-timeout=0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := forwardBounds{maxConns: 64, idleTimeout: 10 * time.Minute}
+	if c.bounds != want {
+		t.Errorf("bounds = %+v; want %+v", c.bounds, want)
+	}
+	// A flag's 0 is no limit, which the tunnel spells negative (its zero
+	// is the default).
+	f := newForward(c, &tunnel.Hop{}, slog.Default(), nil, nil)
+	if f.MaxConns != 64 || f.MaxStalled >= 0 || f.IdleTimeout != 10*time.Minute || f.StallTimeout >= 0 {
+		t.Errorf("forward limits = %d, %d, %v, %v; want 64, none, 10m, none", f.MaxConns, f.MaxStalled, f.IdleTimeout, f.StallTimeout)
 	}
 }
 
@@ -185,6 +209,12 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"metrics on a forwarded port", modeForward, map[string]string{"metrics": "127.80.0.5:9090"}, nil, []string{"--metrics: port 9090 is also a forwarded port"}},
 		{"metrics on all addresses and a forwarded port", modeForward, map[string]string{"metrics": ":8080"}, nil, []string{"--metrics: port 8080 is also a forwarded port"}},
 		{"forward on all addresses and the metrics port", modeForward, map[string]string{"listen": "-", "metrics": "127.0.0.1:8080"}, nil, []string{"--metrics: port 8080 is also a forwarded port"}},
+		{"max conns negative", modeForward, nil, []string{"--max-conns=-1"}, []string{"--max-conns: must not be negative"}},
+		{"max stalled negative", modeForward, nil, []string{"--max-stalled=-3"}, []string{"--max-stalled: must not be negative"}},
+		{"idle timeout negative", modeForward, nil, []string{"--idle-timeout=-1s"}, []string{"--idle-timeout: must not be negative"}},
+		{"stall timeout negative", modeForward, nil, []string{"--stall-timeout=-1s"}, []string{"--stall-timeout: must not be negative"}},
+		{"stall timeout unit", modeForward, nil, []string{"--stall-timeout=30"}, []string{`invalid value "30" for flag -stall-timeout`}},
+		{"max conns in reverse", modeReverse, nil, []string{"--max-conns=5"}, []string{"flag provided but not defined: -max-conns"}},
 		{"socket dir in forward", modeForward, nil, []string{"--socket-dir=/tmp/x"}, []string{"flag provided but not defined: -socket-dir"}},
 		{"forward in forward", modeForward, nil, []string{"--forward=1=a:1"}, []string{"flag provided but not defined: -forward"}},
 

@@ -110,6 +110,9 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 		return exitUsage
 	}
 	log := newLogger(stderr, c.logFormat, c.logLevel, mode)
+	if soft := setSoftMemoryLimit(); soft > 0 {
+		log.Info("soft memory limit set from the cgroup's", "bytes", soft)
+	}
 	hop, err := loadHop(c, log)
 	if err != nil {
 		printErr(stderr, mode, err)

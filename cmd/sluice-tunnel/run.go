@@ -51,7 +51,7 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 // match is logged by the tunnel, once per series of failures, naming the
 // host.
 func newForward(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics, st *tunnel.Status) *tunnel.Forward {
-	return &tunnel.Forward{
+	f := &tunnel.Forward{
 		Hop:      hop,
 		Target:   c.target,
 		Ports:    c.ports,
@@ -61,6 +61,8 @@ func newForward(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics,
 		Metrics:  m,
 		Status:   st,
 	}
+	c.bounds.apply(f)
+	return f
 }
 
 // newReverse returns the reverse tunnel c describes.

@@ -43,6 +43,11 @@ const (
 // man-in-the-middle or a wrong ConfigMap: it is logged at error level once
 // per series of failures, given to OnHostKeyError, and retried only after
 // BackoffMax.
+//
+// Clients are bounded (MaxConns, IdleTimeout, StallTimeout, MaxStalled) so
+// that clients that flood a port or stop reading can neither take the
+// tunnel past its memory nor stall the others; half-closes are carried
+// both ways.
 type Forward struct {
 	// Hop reaches the login node and the compute nodes. Required.
 	Hop *Hop
@@ -79,6 +84,27 @@ type Forward struct {
 	Metrics *Metrics
 	// Status follows the state of the SSH connection. If nil, none is kept.
 	Status *Status
+
+	// MaxConns is how many connections the forward carries at once, all
+	// ports together; a client beyond it is refused (its connection closed
+	// at once) and counted under RefusedLimit. Each connection may hold up
+	// to the SSH channel's window (2 MiB) of the job's bytes that the
+	// tunnel has not yet written to its client, so this bounds the
+	// tunnel's memory. If zero, DefaultMaxConns; if negative, no limit.
+	MaxConns int
+	// IdleTimeout closes a connection that carried no byte either way for
+	// that long. If zero, DefaultIdleTimeout; if negative, none.
+	IdleTimeout time.Duration
+	// StallTimeout closes a connection whose client has not taken one
+	// write of the job's bytes (32 KiB at most) within that time. If zero,
+	// DefaultStallTimeout; if negative, none.
+	StallTimeout time.Duration
+	// MaxStalled is how many connections of all ports may have a client
+	// that does not keep up at once: the job's bytes then wait in the
+	// tunnel's memory, up to the SSH channel's window (2 MiB) each. A
+	// connection whose client stops reading beyond it is closed at once.
+	// If zero, DefaultMaxStalled; if negative, no limit.
+	MaxStalled int
 }
 
 // Run listens on every port, then serves clients until ctx ends; it returns
@@ -116,11 +142,12 @@ func (f *Forward) Run(ctx context.Context) error {
 	wg.Go(func() { w.run(ctx) })
 	wg.Go(func() { l.keepUp(ctx, w.every) })
 
+	b := newBounds(f.limits(), f.Metrics)
 	errs := make(chan error, len(lns))
 	for i, ln := range lns {
 		port := f.Ports[i]
 		log.Info("forward listening", "port", port, "addr", ln.Addr().String())
-		wg.Go(func() { errs <- f.serve(ctx, &wg, ln, port, l, log) })
+		wg.Go(func() { errs <- f.serve(ctx, &wg, ln, port, l, b, log) })
 	}
 	select {
 	case <-ctx.Done():
@@ -191,8 +218,8 @@ func (f *Forward) listen() ([]net.Listener, error) {
 }
 
 // serve accepts the clients of port until ln is closed, handling each in
-// its own goroutine.
-func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener, port int, l *link, log *slog.Logger) error {
+// its own goroutine; a client beyond MaxConns is refused at once.
+func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener, port int, l *link, b *bounds, log *slog.Logger) error {
 	pause := 5 * time.Millisecond
 	for {
 		conn, err := ln.Accept()
@@ -210,12 +237,24 @@ func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener
 			continue
 		}
 		pause = 5 * time.Millisecond
-		wg.Go(func() { f.handle(ctx, conn, port, l, log) })
+		if !b.conns.take() {
+			conn.Close()
+			f.Metrics.Refused(RefusedLimit)
+			if first, unlogged := b.refusals.event(time.Now()); first {
+				log.Warn("forward connection limit reached: connections refused",
+					"port", port, "max_conns", b.maxConns, "unlogged_before", unlogged)
+			}
+			continue
+		}
+		wg.Go(func() {
+			defer b.conns.release()
+			f.handle(ctx, conn, port, l, b, log)
+		})
 	}
 }
 
 // handle carries one client's connection to the job's port, or refuses it.
-func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link, log *slog.Logger) {
+func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link, b *bounds, log *slog.Logger) {
 	defer client.Close()
 	log = log.With("port", port, "client", client.RemoteAddr().String())
 	remote, node, err := l.dial(ctx, port)
@@ -236,7 +275,13 @@ func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link
 	f.Metrics.ConnOpened(port)
 	defer f.Metrics.ConnClosed()
 	far := net.JoinHostPort(node, strconv.Itoa(port))
-	n, err := relay(ctx, client, remote, "client", far, f.Metrics, BytesOut)
+	g := newGuard(client, remote, b.limits, b.stalled, f.Metrics)
+	n, err := relay(ctx, g.clientSide(), g.remoteSide(), "client", far, f.Metrics, BytesOut)
+	g.stop()
+	if reason := g.reason(); reason != "" {
+		b.cutLogged(reason, log, "sent", n.Sent, "received", n.Received)
+		return
+	}
 	if err != nil && ctx.Err() == nil {
 		log.Info("forward connection failed", "sent", n.Sent, "received", n.Received, "err", err)
 		return

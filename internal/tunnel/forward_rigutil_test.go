@@ -166,11 +166,18 @@ func echoServer(t *testing.T) string {
 // test ends.
 func startEcho(t *testing.T, r *testrig.Rig, bind string) int {
 	t.Helper()
+	return startNodeServer(t, r, bind)
+}
+
+// startNodeServer starts testdata/echoserver with flags as the job user in
+// the node's network namespace, bound on bind, and returns its port. It is
+// killed when the test ends.
+func startNodeServer(t *testing.T, r *testrig.Rig, bind string, flags ...string) int {
+	t.Helper()
 	user := r.Get(t, "RIG_USER")
 	port := freeNodePort(t)
-	cmd := exec.Command("ip", "netns", "exec", nodeNetns,
-		"setpriv", "--reuid", user, "--regid", user, "--init-groups",
-		echoServer(t), net.JoinHostPort(bind, strconv.Itoa(port)))
+	args := append([]string{"netns", "exec", nodeNetns, "setpriv", "--reuid", user, "--regid", user, "--init-groups", echoServer(t)}, flags...)
+	cmd := exec.Command("ip", append(args, net.JoinHostPort(bind, strconv.Itoa(port)))...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -228,16 +235,4 @@ func nodeFile(t *testing.T, node string) string {
 	file := filepath.Join(t.TempDir(), "node")
 	writeNode(t, file, node)
 	return file
-}
-
-// roundTrip writes msg on c and reads it back.
-func roundTrip(t *testing.T, c net.Conn, msg string) {
-	t.Helper()
-	if _, err := io.WriteString(c, msg); err != nil {
-		t.Fatalf("write %q: %v", msg, err)
-	}
-	buf := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != msg {
-		t.Fatalf("read back %q, %v; want %q", buf, err, msg)
-	}
 }

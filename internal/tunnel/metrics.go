@@ -29,6 +29,22 @@ const (
 	// RefusedDial: the far end of a connection could not be dialled (the
 	// job's port for a forward, the cluster endpoint for a reverse).
 	RefusedDial = "dial"
+	// RefusedLimit: the forwarded port already carries its most
+	// connections (Forward.MaxConns).
+	RefusedLimit = "limit"
+)
+
+// Reasons of sluice_tunnel_connections_cut_total: why a forward closed a
+// connection itself.
+const (
+	// CutIdle: nothing went either way for the idle timeout.
+	CutIdle = "idle"
+	// CutStalled: the client took none of the job's bytes within the stall
+	// timeout.
+	CutStalled = "stalled"
+	// CutStallLimit: the client stopped reading while the forward already
+	// held its most stalled connections (Forward.MaxStalled).
+	CutStallLimit = "stall_limit"
 )
 
 // Metrics are a tunnel's Prometheus metrics. A nil *Metrics counts nothing:
@@ -42,6 +58,8 @@ type Metrics struct {
 	bytesOut   prometheus.Counter
 	reconnects prometheus.Counter
 	refused    *prometheus.CounterVec
+	cut        *prometheus.CounterVec
+	stalled    prometheus.Gauge
 }
 
 // NewMetrics makes the metrics of a tunnel of mode ("forward" or
@@ -78,9 +96,19 @@ func NewMetrics(reg prometheus.Registerer, mode string) *Metrics {
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "sluice_tunnel_refused_total",
-			Help:        "Connections refused, by reason (no_node, backoff, host_key, connect, dial).",
+			Help:        "Connections refused, by reason (no_node, backoff, host_key, connect, dial, limit).",
 			ConstLabels: labels,
 		}, []string{"reason"}),
+		cut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "sluice_tunnel_connections_cut_total",
+			Help:        "Connections the tunnel closed itself, by reason (idle, stalled, stall_limit).",
+			ConstLabels: labels,
+		}, []string{"reason"}),
+		stalled: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "sluice_tunnel_connections_stalled",
+			Help:        "Connections whose client does not keep up: the job's bytes wait in the tunnel's memory, up to the SSH channel's window (2 MiB) each.",
+			ConstLabels: labels,
+		}),
 	}
 	if reg != nil {
 		m.up = register(reg, m.up)
@@ -89,6 +117,8 @@ func NewMetrics(reg prometheus.Registerer, mode string) *Metrics {
 		m.bytes = register(reg, m.bytes)
 		m.reconnects = register(reg, m.reconnects)
 		m.refused = register(reg, m.refused)
+		m.cut = register(reg, m.cut)
+		m.stalled = register(reg, m.stalled)
 	}
 	m.bytesIn = m.bytes.WithLabelValues(BytesIn)
 	m.bytesOut = m.bytes.WithLabelValues(BytesOut)
@@ -168,4 +198,20 @@ func (m *Metrics) Refused(reason string) {
 		return
 	}
 	m.refused.WithLabelValues(reason).Inc()
+}
+
+// Cut counts a connection the tunnel closed itself for reason (CutIdle, …).
+func (m *Metrics) Cut(reason string) {
+	if m == nil {
+		return
+	}
+	m.cut.WithLabelValues(reason).Inc()
+}
+
+// Stalled adds delta to the connections whose client does not keep up.
+func (m *Metrics) Stalled(delta int) {
+	if m == nil {
+		return
+	}
+	m.stalled.Add(float64(delta))
 }

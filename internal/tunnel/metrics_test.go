@@ -100,6 +100,8 @@ func TestMetricsNil(t *testing.T) {
 	m.AddBytes(BytesIn, 1)
 	m.Reconnect()
 	m.Refused(RefusedNoNode)
+	m.Cut(CutIdle)
+	m.Stalled(1)
 }
 
 func TestMetricsUnregistered(t *testing.T) {

@@ -136,20 +136,7 @@ func nonLoopbackAddr(t *testing.T) netip.Addr {
 
 // echoOn echoes every connection accepted on ln, half-closing after EOF.
 func echoOn(t *testing.T, ln net.Listener) {
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-			}()
-		}
-	}()
+	serveConns(t, ln, echoJob)
 }
 
 // startSocks serves the SOCKS proxy of s on a loopback port and returns its

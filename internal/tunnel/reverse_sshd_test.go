@@ -26,7 +26,7 @@ import (
 // OpenSSH, it does not kill a session's command when the connection drops
 // (the command sees its output closed).
 type fakeSSHD struct {
-	t       *testing.T
+	t       testing.TB
 	addr    string
 	hostKey ssh.Signer
 	client  ssh.PublicKey
@@ -38,7 +38,7 @@ type fakeSSHD struct {
 	wg    sync.WaitGroup
 }
 
-func startFakeSSHD(t *testing.T, addr string, client ssh.PublicKey) *fakeSSHD {
+func startFakeSSHD(t testing.TB, addr string, client ssh.PublicKey) *fakeSSHD {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -295,9 +295,14 @@ type fakeSite struct {
 	nodeName    string
 }
 
-func startFakeSite(t *testing.T) *fakeSite {
+func startFakeSite(t testing.TB) *fakeSite {
 	t.Helper()
-	key := sshxtest.NewSigner(t)
+	return startFakeSiteFor(t, sshxtest.NewSigner(t))
+}
+
+// startFakeSiteFor starts a fakeSite that lets in the holder of key.
+func startFakeSiteFor(t testing.TB, key ssh.Signer) *fakeSite {
+	t.Helper()
 	login := startFakeSSHD(t, "127.0.0.1:0", key.PublicKey())
 	node := startFakeSSHD(t, "127.0.0.1:0", key.PublicKey())
 	_, portText, _ := net.SplitHostPort(node.addr)
@@ -323,7 +328,7 @@ func startFakeSite(t *testing.T) *fakeSite {
 	}
 }
 
-func hostKeysFor(t *testing.T, addr string, key ssh.PublicKey) ssh.HostKeyCallback {
+func hostKeysFor(t testing.TB, addr string, key ssh.PublicKey) ssh.HostKeyCallback {
 	t.Helper()
 	cb, err := sshx.HostKeys(sshxtest.KnownHosts(t, addr, key))
 	if err != nil {

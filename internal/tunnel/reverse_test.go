@@ -473,29 +473,7 @@ func (s *stateRecorder) ups() int {
 // endpoint, and returns its port.
 func startTCPEcho(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-			})
-		}
-	})
-	return ln.Addr().(*net.TCPAddr).Port
+	return startJob(t, echoJob)
 }
 
 // echoUnix sends payload to the socket at path, half-closes, and checks
