@@ -45,6 +45,8 @@ type Client struct {
 	// relays holds the relay binaries placed on the site, by SHA-256.
 	relayMu sync.Mutex
 	relays  map[[sha256.Size]byte]*relayPlacement
+	// follows holds the feeds of the followed logs (logfeed.go).
+	follows followers
 }
 
 // JobID is a Slurm job ID.
