@@ -69,6 +69,7 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 		}
 	}
 	p.terminate(st)
+	p.cfg.Jobs.EndLogs(ref.UID)
 	if p.cfg.Shadows != nil && shadow.Wanted(pod) {
 		if !p.retry(ctx, "delete the shadow", pod, func() error { return p.cfg.Shadows.Delete(ctx, pod) }) {
 			return
