@@ -135,3 +135,58 @@ func TestTheFeedStopsWithItsLastFollower(t *testing.T) {
 		t.Errorf("%d reads of the log after its last follower closed", n)
 	}
 }
+
+// FuzzFollowedLogReadsAsTheWholeLog: whatever the job writes, and however
+// its writes fall around a follower's start and the feed's reads, the
+// followed log reads as the log read at once with the same options.
+func FuzzFollowedLogReadsAsTheWholeLog(f *testing.F) {
+	f.Add([]byte(sampleLog), uint16(30), uint8(3), false)
+	f.Add([]byte("2026-01-02T03:04:01Z a\nb\n2026-01-02T03:04:02Zc\n\n"), uint16(5), uint8(0), true)
+	f.Add([]byte("no stamp, no newline"), uint16(3), uint8(2), true)
+	f.Fuzz(checkFollowedLog)
+}
+
+// checkFollowedLog follows log from its start, written in two parts cut at
+// cut, with tail-1 as its Tail.
+func checkFollowedLog(t *testing.T, log []byte, cutAt uint16, tailPlus1 uint8, stamps bool) {
+	if len(log) > 4096 {
+		return
+	}
+	cut, tail := min(int(cutAt), len(log)), int(tailPlus1%12)-1
+	c, fs, _ := newTestClient(t)
+	ref := c.Ref("lab", sampleUID, "5")
+	fs.put(ref.Dir+"/main.log", string(log))
+	opts := LogOptions{Tail: tail, Timestamps: stamps}
+	want := readLogs(t, c, ref, opts)
+
+	fs.put(ref.Dir+"/main.log", string(log[:cut]))
+	opts.Follow = true
+	r, err := c.Logs(context.Background(), ref, "main", opts)
+	if err != nil {
+		t.Fatalf("Logs: %v", err)
+	}
+	defer r.Close()
+	fs.appendTo(ref.Dir+"/main.log", string(log[cut:]))
+	// the tail of the whole log, not of its first part, is wanted
+	if tail >= 0 && cut < len(log) {
+		return
+	}
+	c.EndLogs(sampleUID)
+	type result struct {
+		got []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := io.ReadAll(r)
+		done <- result{got, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil || string(res.got) != want {
+			t.Errorf("followed %q, %v; read at once %q", res.got, res.err, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the followed log did not end after EndLogs; read at once %q", want)
+	}
+}
