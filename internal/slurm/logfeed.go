@@ -169,6 +169,7 @@ func (f *logFeed) join(r *feedReader) (int64, bool) {
 	}
 	r.room = f.room
 	f.readers[r] = struct{}{}
+	r.tellRoom() // a feed that waits for its readers' room has some now
 	return f.lineOff, true
 }
 
@@ -377,6 +378,14 @@ func (r *feedReader) signal() {
 	}
 }
 
+// tellRoom tells the feed that r has room in its queue.
+func (r *feedReader) tellRoom() {
+	select {
+	case r.room <- struct{}{}:
+	default:
+	}
+}
+
 // take waits for lines, or the feed's end, or ctx's.
 func (r *feedReader) take(ctx context.Context) (lines []feedLine, skipped int64, done bool, err error) {
 	for {
@@ -385,12 +394,7 @@ func (r *feedReader) take(ctx context.Context) (lines []feedLine, skipped int64,
 		r.queue, r.queued, r.skipped = nil, 0, 0
 		r.mu.Unlock()
 		if len(lines) > 0 || skipped > 0 || done {
-			if r.room != nil {
-				select {
-				case r.room <- struct{}{}:
-				default:
-				}
-			}
+			r.tellRoom()
 			return lines, skipped, done, err
 		}
 		select {

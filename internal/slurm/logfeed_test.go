@@ -107,6 +107,38 @@ func TestASlowFollowerSkipsWithAMarker(t *testing.T) {
 	}
 }
 
+// TestANewFollowerIsNotHeldBackByAStuckOne: a feed whose only reader is
+// stuck waits for it, but a reader that joins then gets what is written.
+func TestANewFollowerIsNotHeldBackByAStuckOne(t *testing.T) {
+	c, f, _ := newTestClient(t)
+	ref := c.Ref("lab", sampleUID, "5")
+	f.put(ref.Dir+"/main.log", "2026-01-02T03:04:01Z first\n")
+	follower(t, c, ref, LogOptions{Tail: 0}) // never read
+	f.appendTo(ref.Dir+"/main.log", strings.Repeat("2026-01-02T03:04:02Z "+strings.Repeat("y", 1000)+"\n", 2*maxLag/1000))
+	for read := int64(-1); f.bytesRead() != read; { // until the feed waits for its stuck reader
+		read = f.bytesRead()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if f.bytesRead() >= 2*maxLag {
+		t.Fatalf("the feed read all %d bytes for a reader that reads nothing", f.bytesRead())
+	}
+	fresh, _ := follower(t, c, ref, LogOptions{Tail: 0})
+	f.appendTo(ref.Dir+"/main.log", "2026-01-02T03:04:03Z news\n")
+	got := make(chan string, 1)
+	go func() {
+		line, _ := fresh.ReadString('\n')
+		got <- line
+	}()
+	select {
+	case line := <-got:
+		if line != "news\n" {
+			t.Errorf("the new follower read %q; want news", line)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a follower that joined a feed waiting for a stuck reader got nothing")
+	}
+}
+
 // TestTheFeedStopsWithItsLastFollower: once every follower has gone, the
 // log is read no more.
 func TestTheFeedStopsWithItsLastFollower(t *testing.T) {
