@@ -85,13 +85,18 @@ func (p *Provider) followLogs(ctx context.Context, st *podState, container strin
 func (p *Provider) logEnded(st *podState, container string) (ended bool, ref slurm.JobRef, namespace string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return st.final || st.last.Containers[container].Finished, st.ref, st.pod.Namespace
+	return st.final || jobGone(st.last) || st.last.Containers[container].Finished, st.ref, st.pod.Namespace
 }
 
+// jobGone reports whether the job was found nowhere (not in squeue, sacct
+// or its exit files): nothing is left to write its logs.
+func jobGone(js slurm.Status) bool { return js.State == slurm.StateUnknown }
+
 // endLogs ends the followed logs of the containers that the status poll,
-// going from prev to cur, saw end: all of them once the job is over.
+// going from prev to cur, saw end: all of them once the job is over, or
+// found nowhere.
 func (p *Provider) endLogs(uid string, prev, cur slurm.Status, final bool) {
-	if final {
+	if final || jobGone(cur) {
 		p.cfg.Jobs.EndLogs(uid)
 		return
 	}
