@@ -85,12 +85,25 @@ type KubeletAPI struct {
 	// MaxSessions (OpenSSH: 10).
 	MaxSessionsPerPod  int `yaml:"MaxSessionsPerPod"`
 	MaxSessionsPerNode int `yaml:"MaxSessionsPerNode"`
+	// MaxLogFollowersPerNamespace and MaxLogFollowersPerNode bound the
+	// followed logs (kubectl logs -f, attach's output) open at once in
+	// one namespace and on the whole node; one more is refused. If zero,
+	// 20 and 100. Followers of one container share one reading of its
+	// log; each holds a stream and a queue of a few MiB in sluice-vk.
+	MaxLogFollowersPerNamespace int `yaml:"MaxLogFollowersPerNamespace"`
+	MaxLogFollowersPerNode      int `yaml:"MaxLogFollowersPerNode"`
 }
 
 // Default session limits of the kubelet API.
 const (
 	DefaultMaxSessionsPerPod  = 4
 	DefaultMaxSessionsPerNode = 8
+)
+
+// Default caps of the followed logs.
+const (
+	DefaultMaxLogFollowersPerNamespace = 20
+	DefaultMaxLogFollowersPerNode      = 100
 )
 
 // DefaultKubeletPort is the kubelet API's port when Listen is empty.
@@ -114,6 +127,12 @@ func (n *Node) Default() {
 	}
 	if n.KubeletAPI.MaxSessionsPerNode == 0 {
 		n.KubeletAPI.MaxSessionsPerNode = DefaultMaxSessionsPerNode
+	}
+	if n.KubeletAPI.MaxLogFollowersPerNamespace == 0 {
+		n.KubeletAPI.MaxLogFollowersPerNamespace = DefaultMaxLogFollowersPerNamespace
+	}
+	if n.KubeletAPI.MaxLogFollowersPerNode == 0 {
+		n.KubeletAPI.MaxLogFollowersPerNode = DefaultMaxLogFollowersPerNode
 	}
 	if len(n.Taints) == 0 {
 		n.Taints = []Taint{SluiceTaint}
@@ -181,6 +200,12 @@ func (n *Node) validate(bad reporter) {
 	}
 	if a.MaxSessionsPerNode < a.MaxSessionsPerPod {
 		bad("Node.KubeletAPI.MaxSessionsPerNode", "must be at least MaxSessionsPerPod (%d), got %d", a.MaxSessionsPerPod, a.MaxSessionsPerNode)
+	}
+	if a.MaxLogFollowersPerNamespace < 0 {
+		bad("Node.KubeletAPI.MaxLogFollowersPerNamespace", "must not be negative, got %d", a.MaxLogFollowersPerNamespace)
+	}
+	if a.MaxLogFollowersPerNode < a.MaxLogFollowersPerNamespace {
+		bad("Node.KubeletAPI.MaxLogFollowersPerNode", "must be at least MaxLogFollowersPerNamespace (%d), got %d", a.MaxLogFollowersPerNamespace, a.MaxLogFollowersPerNode)
 	}
 }
 

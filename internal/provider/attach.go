@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 )
 
 // FollowOutput returns what the container of the pod's running job writes
@@ -19,7 +20,14 @@ func (p *Provider) FollowOutput(ctx context.Context, namespace, name, container 
 	if _, ok := job.Container(container); !ok {
 		return nil, fmt.Errorf("pod %s/%s has no container %q in its job", namespace, name, container)
 	}
-	rc, err := p.cfg.Jobs.Logs(ctx, job.Ref, container, slurm.LogOptions{Tail: 0, Follow: true})
+	st := p.lookup(namespace, name)
+	if st == nil {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, name)
+	}
+	rc, err := p.followLogs(ctx, st, container, slurm.LogOptions{Tail: 0, Follow: true})
+	if errdefs.IsInvalidInput(err) {
+		return nil, err // too many followers
+	}
 	if err != nil {
 		return nil, fmt.Errorf("output of %s/%s container %s: %w", namespace, name, container, err)
 	}

@@ -70,6 +70,7 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 		}
 	}
 	p.terminate(st)
+	p.cfg.Jobs.EndLogs(ref.UID)
 	if made == nil && shadow.Wanted(pod) {
 		made = pod // none made in this process (it restarted): the pod says where it is
 	}

@@ -38,6 +38,7 @@ type fakeJobs struct {
 	logs        map[string]string // by container
 	logErrs     map[string]error  // what Logs returns instead, by container
 	logOpts     []slurm.LogOptions
+	endLogs     [][]string        // each EndLogs call: the uid, then the containers
 	failures    map[string]string // FailureMessage, by UID
 	nextID      int
 	hang        map[string]bool // Submit of these UIDs waits for its ctx to end
@@ -121,6 +122,12 @@ func (f *fakeJobs) Logs(_ context.Context, _ slurm.JobRef, container string, opt
 		return nil, fmt.Errorf("logs of container %s: %w", container, fs.ErrNotExist)
 	}
 	return io.NopCloser(strings.NewReader(text)), nil
+}
+
+func (f *fakeJobs) EndLogs(uid string, containers ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.endLogs = append(f.endLogs, append([]string{uid}, containers...))
 }
 
 func (f *fakeJobs) FailureMessage(_ context.Context, ref slurm.JobRef) (string, error) {

@@ -39,7 +39,16 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, contai
 	if opts.Previous {
 		return nil, errdefs.InvalidInputf("previous terminated container %s in pod %s/%s not found: sluice never restarts containers", container, namespace, name)
 	}
-	rc, err := p.cfg.Jobs.Logs(ctx, ref, container, logOptions(opts, p.cfg.Now()))
+	var rc io.ReadCloser
+	var err error
+	if lo := logOptions(opts, p.cfg.Now()); lo.Follow {
+		rc, err = p.followLogs(ctx, st, container, lo)
+	} else {
+		rc, err = p.cfg.Jobs.Logs(ctx, ref, container, lo)
+	}
+	if errdefs.IsInvalidInput(err) {
+		return nil, err // too many followers
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errdefs.InvalidInputf("container %s in pod %s/%s is waiting to start", container, namespace, name)
 	}

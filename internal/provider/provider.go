@@ -33,6 +33,9 @@ type Jobs interface {
 	Cancel(ctx context.Context, ref slurm.JobRef) error
 	Remove(ctx context.Context, ref slurm.JobRef) error
 	Logs(ctx context.Context, ref slurm.JobRef, container string, opts slurm.LogOptions) (io.ReadCloser, error)
+	// EndLogs ends the followed logs of the job's containers (all of them
+	// when none is named): the status poll saw them end.
+	EndLogs(uid string, containers ...string)
 	FailureMessage(ctx context.Context, ref slurm.JobRef) (string, error)
 	Ref(namespace, uid string, id slurm.JobID) slurm.JobRef
 }
@@ -91,6 +94,12 @@ type Config struct {
 	// Backoff is the first retry delay of a failed submission or deletion,
 	// doubled up to a minute. If zero, 1s.
 	Backoff time.Duration
+	// MaxLogFollowers and MaxLogFollowersPerNamespace bound the followed
+	// logs open at once on the node and in one namespace; one more is
+	// refused. If zero, DefaultMaxLogFollowers and
+	// DefaultMaxLogFollowersPerNamespace.
+	MaxLogFollowers             int
+	MaxLogFollowersPerNamespace int
 }
 
 // Provider runs pods as Slurm jobs. Create it with New; call Run.
@@ -104,6 +113,8 @@ type Provider struct {
 	ctx     context.Context
 	started chan struct{}
 	submits chan struct{} // semaphore of submissions in flight
+
+	follows followerCount
 
 	mu      sync.Mutex
 	pods    map[string]*podState // by namespace/name
@@ -145,6 +156,12 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
+	}
+	if cfg.MaxLogFollowers <= 0 {
+		cfg.MaxLogFollowers = DefaultMaxLogFollowers
+	}
+	if cfg.MaxLogFollowersPerNamespace <= 0 {
+		cfg.MaxLogFollowersPerNamespace = DefaultMaxLogFollowersPerNamespace
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -105,6 +105,7 @@ func (p *Provider) update(ctx context.Context, st *podState, js slurm.Status) {
 	changed := !equality.Semantic.DeepEqual(old, st.pod.Status)
 	pod := st.pod.DeepCopy()
 	p.mu.Unlock()
+	p.endLogs(st.ref.UID, prev, js, st.final)
 	p.transitionEvents(pod, prev, js)
 	p.readinessEvents(pod, prev, js)
 	p.restartEvents(pod, prev, js)

@@ -34,8 +34,8 @@ type Client struct {
 	Logger *slog.Logger
 	// Now tells the time. If nil, time.Now is used.
 	Now func() time.Time
-	// PollInterval is how often Cancel and a followed log look again.
-	// If zero, 500ms.
+	// PollInterval is how often Cancel and a followed log look again (a
+	// log that does not grow, up to 8 times less often). If zero, 500ms.
 	PollInterval time.Duration
 
 	// noAcct is set once sacct has said that accounting is disabled.
@@ -45,6 +45,8 @@ type Client struct {
 	// relays holds the relay binaries placed on the site, by SHA-256.
 	relayMu sync.Mutex
 	relays  map[[sha256.Size]byte]*relayPlacement
+	// follows holds the feeds of the followed logs (logfeed.go).
+	follows followers
 }
 
 // JobID is a Slurm job ID.

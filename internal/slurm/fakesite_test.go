@@ -381,3 +381,10 @@ func (f *fakeSite) allCalls(prog string) [][]string {
 	}
 	return out
 }
+
+// readCount is how many reads were made.
+func (f *fakeSite) readCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.reads)
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path"
 	"time"
 
@@ -23,9 +22,10 @@ type LogOptions struct {
 	Timestamps bool
 	// LimitBytes ends the output after that many bytes. Zero is no limit.
 	LimitBytes int64
-	// Follow keeps reading as the container writes, until it ends (its
-	// exit file or job.exit appears, or Slurm says the job is over), the
-	// job directory goes, or ctx ends.
+	// Follow keeps reading as the container writes, until EndLogs says it
+	// ended (the caller's status poll saw it: Logs asks Slurm nothing), the
+	// job directory goes, or ctx ends. The followers of one container
+	// share one reading of its log (see follow).
 	Follow bool
 }
 
@@ -41,9 +41,6 @@ const (
 	maxTailScan = 8 << 20
 	// maxLine is the longest line held back waiting for its newline.
 	maxLine = 1 << 20
-	// slurmCheck is how often a followed log asks Slurm whether its job
-	// still runs, in case it ended without writing exit files.
-	slurmCheck = 10 * time.Second
 )
 
 // Logs streams the output of a container of the job of ref. A container
@@ -52,6 +49,7 @@ const (
 // ctx, stops the stream; for a followed log that is a clean end of file. A
 // log that is not a regular file (the container may replace it with a named
 // pipe or a link) is refused with an error wrapping site.ErrNotRegular.
+// A followed log ends once EndLogs is called for its container.
 func (c *Client) Logs(ctx context.Context, ref JobRef, container string, opts LogOptions) (io.ReadCloser, error) {
 	if err := c.checkRef(ref); err != nil {
 		return nil, err
@@ -73,11 +71,14 @@ func (c *Client) Logs(ctx context.Context, ref JobRef, container string, opts Lo
 			return nil, fmt.Errorf("logs of container %s: %w", container, err)
 		}
 	}
+	if opts.Follow {
+		return c.follow(ctx, ref, container, fi.Size(), start, opts)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
-	lc := &logCopy{c: c, ref: ref, container: container, file: file, opts: opts, w: pw}
+	lc := &logCopy{container: container, file: file, opts: opts, w: pw}
 	go func() {
-		pw.CloseWithError(lc.run(ctx, start))
+		pw.CloseWithError(lc.run(ctx, c.Site, start))
 	}()
 	return &logStream{PipeReader: pr, cancel: cancel}, nil
 }
@@ -120,10 +121,10 @@ func (c *Client) tailStart(ctx context.Context, file string, size int64, n int) 
 	return floor, nil
 }
 
-// logCopy copies one log file to w, line by line, as opts ask.
+// logCopy copies one log file to w, line by line, as opts ask. A
+// followed log's reader uses one for what precedes its feed, and for the
+// lines the feed then sends it.
 type logCopy struct {
-	c         *Client
-	ref       JobRef
 	container string
 	file      string
 	opts      LogOptions
@@ -132,31 +133,38 @@ type logCopy struct {
 	partial []byte    // the start of a line whose newline has not come yet
 	last    time.Time // the time of the last stamped line
 	written int64
-	checked time.Time // when Slurm was last asked about the job
 }
 
 // errLimit ends a copy that reached LimitBytes.
 var errLimit = errors.New("log limit reached")
 
-// run copies from offset off until the end of the file or, when following,
-// the end of the container.
-func (l *logCopy) run(ctx context.Context, off int64) error {
-	err := l.copy(ctx, off)
-	if errors.Is(err, errLimit) || l.opts.Follow && ctx.Err() != nil {
+// run copies from offset off to the end of the file.
+func (l *logCopy) run(ctx context.Context, s site.Runner, off int64) error {
+	if err := l.copy(ctx, s, off, -1); err != nil {
+		return l.result(err)
+	}
+	return l.result(l.flush())
+}
+
+// result is how a copy that ended with err ends its stream: a copy that
+// reached its limit ends cleanly.
+func (l *logCopy) result(err error) error {
+	if errors.Is(err, errLimit) {
 		return nil
 	}
 	return err
 }
 
-func (l *logCopy) copy(ctx context.Context, off int64) error {
-	tick := time.NewTicker(l.c.poll())
-	defer tick.Stop()
-	ending := false
-	for {
-		data, err := l.c.Site.ReadAt(ctx, l.file, off, logChunk)
-		if l.opts.Follow && errors.Is(err, fs.ErrNotExist) {
-			return l.flush() // the job directory went
+// copy copies the lines of the file from offset off up to offset end, or
+// to the end of the file if end is negative. A line cut at end is held
+// back (flush writes it).
+func (l *logCopy) copy(ctx context.Context, s site.Runner, off, end int64) error {
+	for end < 0 || off < end {
+		n := logChunk
+		if end >= 0 {
+			n = int(min(int64(n), end-off))
 		}
+		data, err := s.ReadAt(ctx, l.file, off, n)
 		if err != nil {
 			return fmt.Errorf("read log of container %s: %w", l.container, err)
 		}
@@ -164,48 +172,11 @@ func (l *logCopy) copy(ctx context.Context, off int64) error {
 		if err := l.feed(data); err != nil {
 			return err
 		}
-		if len(data) == logChunk {
-			continue
-		}
-		if !l.opts.Follow || ending {
-			return l.flush()
-		}
-		if ending, err = l.ended(ctx); err != nil {
-			return err
-		}
-		if ending {
-			continue // read what was written before the end
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
+		if len(data) < n {
+			return nil
 		}
 	}
-}
-
-// ended reports whether the container of a followed log has ended: its exit
-// file or job.exit exists, or Slurm says the job is over (asked every
-// slurmCheck). A job directory that goes shows in the reads of the log.
-func (l *logCopy) ended(ctx context.Context) (bool, error) {
-	for _, name := range []string{ExitFile(l.container), jobExit} {
-		_, err := l.c.Site.Stat(ctx, path.Join(l.ref.Dir, name))
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("follow log of container %s: %w", l.container, err)
-		}
-	}
-	if l.ref.JobID == "" || l.c.now().Sub(l.checked) < slurmCheck {
-		return false, nil
-	}
-	l.checked = l.c.now()
-	e, found, err := l.c.queueJob(ctx, l.ref.JobID)
-	if err != nil {
-		return false, fmt.Errorf("follow log of container %s: %w", l.container, err)
-	}
-	return !found || e.State.Final(), nil
+	return nil
 }
 
 // feed takes the next bytes of the file and writes out the lines they end.

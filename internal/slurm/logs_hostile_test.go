@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -44,18 +43,7 @@ func TestLogsRefuseWhatIsNotARegularFile(t *testing.T) {
 // pipe ends the stream with an error, instead of blocking or retrying.
 func TestLogsFollowEndsWhenTheLogIsSwapped(t *testing.T) {
 	c, f, _ := newTestClient(t)
-	ref := c.Ref("lab", sampleUID, "5")
-	f.put(ref.Dir+"/main.log", "2026-01-02T03:04:01Z first\n")
-	f.handle = (&slurmFake{squeue: "5|RUNNING|None|node1|1|NONE|" + sampleUID + "\n"}).handle
-	r, err := c.Logs(context.Background(), ref, "main", LogOptions{Tail: -1, Follow: true})
-	if err != nil {
-		t.Fatalf("Logs: %v", err)
-	}
-	defer r.Close()
-	lines := bufio.NewReader(r)
-	if got, err := lines.ReadString('\n'); err != nil || got != "first\n" {
-		t.Fatalf("read %q, %v; want the first line", got, err)
-	}
+	ref, lines := followFirst(t, c, f)
 	f.special(ref.Dir+"/main.log", fs.ModeNamedPipe)
 	done := make(chan error, 1)
 	go func() { _, err := io.ReadAll(lines); done <- err }()

@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -116,53 +115,40 @@ func TestLogsOfAContainerNotStarted(t *testing.T) {
 
 func TestLogsFollow(t *testing.T) {
 	c, f, _ := newTestClient(t)
-	ref := c.Ref("lab", sampleUID, "5")
-	f.put(ref.Dir+"/main.log", "2026-01-02T03:04:01Z first\n")
-	f.handle = (&slurmFake{squeue: "5|RUNNING|None|node1|1|NONE|" + sampleUID + "\n"}).handle
-	r, err := c.Logs(context.Background(), ref, "main", LogOptions{Tail: -1, Follow: true})
-	if err != nil {
-		t.Fatalf("Logs: %v", err)
-	}
-	defer r.Close()
-	lines := bufio.NewReader(r)
+	ref, lines := followFirst(t, c, f)
 	expect := func(want string) {
 		t.Helper()
-		got, err := lines.ReadString('\n')
-		if err != nil || got != want {
-			t.Fatalf("read %q, %v; want %q", got, err, want)
-		}
+		expectLine(t, "the follower", lines, want)
 	}
-	expect("first\n")
 	f.appendTo(ref.Dir+"/main.log", "2026-01-02T03:04:02Z sec")
 	f.appendTo(ref.Dir+"/main.log", "ond\n")
 	expect("second\n")
 	f.appendTo(ref.Dir+"/main.log", "2026-01-02T03:04:03Z last, no newline")
 	f.put(ref.Dir+"/main.exit", "0\n")
+	c.EndLogs(sampleUID, "main") // the status poll saw the exit file
 	rest, err := io.ReadAll(lines)
 	if err != nil || string(rest) != "last, no newline" {
-		t.Errorf("after the exit file: read %q, %v; want the last line and EOF", rest, err)
+		t.Errorf("after EndLogs: read %q, %v; want the last line and EOF", rest, err)
+	}
+	if n := f.count("squeue"); n != 0 {
+		t.Errorf("a followed log ran squeue %d times; want none (the status poll says when it ends)", n)
 	}
 }
 
 func TestLogsFollowEnds(t *testing.T) {
 	tests := []struct {
 		name string
-		end  func(f *fakeSite, ref JobRef, sf *slurmFake)
+		end  func(c *Client, f *fakeSite, ref JobRef)
 	}{
-		{"job.exit", func(f *fakeSite, ref JobRef, _ *slurmFake) { f.put(ref.Dir+"/job.exit", "143\n") }},
-		{"directory removed", func(f *fakeSite, ref JobRef, _ *slurmFake) { _ = f.RemoveAll(context.Background(), ref.Dir) }},
-		{"slurm says cancelled", func(f *fakeSite, ref JobRef, sf *slurmFake) {
-			sf.setQueue("5|CANCELLED|None|node1|1|2|" + sampleUID + "\n")
-		}},
+		{"the job ended", func(c *Client, _ *fakeSite, ref JobRef) { c.EndLogs(ref.UID) }},
+		{"the container ended", func(c *Client, _ *fakeSite, ref JobRef) { c.EndLogs(ref.UID, "other", "main") }},
+		{"directory removed", func(_ *Client, f *fakeSite, ref JobRef) { _ = f.RemoveAll(context.Background(), ref.Dir) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, f, _ := newTestClient(t)
-			c.Now = (&fakeClock{step: slurmCheck}).Now
 			ref := c.Ref("lab", sampleUID, "5")
 			f.put(ref.Dir+"/main.log", "2026-01-02T03:04:01Z first\n")
-			sf := &slurmFake{squeue: "5|RUNNING|None|node1|1|NONE|" + sampleUID + "\n"}
-			f.handle = sf.handle
 			r, err := c.Logs(context.Background(), ref, "main", LogOptions{Tail: -1, Follow: true})
 			if err != nil {
 				t.Fatalf("Logs: %v", err)
@@ -172,7 +158,8 @@ func TestLogsFollowEnds(t *testing.T) {
 			if _, err := io.ReadFull(r, first); err != nil {
 				t.Fatalf("reading the first line: %v", err)
 			}
-			tt.end(f, ref, sf)
+			c.EndLogs(ref.UID, "other") // another container's end ends nothing here
+			tt.end(c, f, ref)
 			done := make(chan error, 1)
 			go func() { _, err := io.ReadAll(r); done <- err }()
 			select {
@@ -205,5 +192,29 @@ func TestLogsFollowStopsWithTheContext(t *testing.T) {
 	cancel()
 	if rest, err := io.ReadAll(r); err != nil || len(rest) != 0 {
 		t.Errorf("after cancel: read %q, %v; want a clean EOF", rest, err)
+	}
+}
+
+// TestLogsFollowBacksOffWhileIdle: a followed log that does not grow is
+// read less and less often, up to maxIdleFactor poll intervals apart, and
+// at the poll interval again as soon as it grows.
+func TestLogsFollowBacksOffWhileIdle(t *testing.T) {
+	c, f, _ := newTestClient(t)
+	c.PollInterval = 5 * time.Millisecond
+	ref, lines := followFirst(t, c, f)
+	before := f.readCount()
+	time.Sleep(time.Second)
+	// Without a back-off, 200 reads; with it, the intervals double from
+	// 5 ms to 40 ms: 4 reads to get there and then 25 a second.
+	if n := f.readCount() - before; n > 40 {
+		t.Errorf("%d reads of an idle log in a second at a 5 ms poll interval; want at most 40", n)
+	}
+	f.appendTo(ref.Dir+"/main.log", "2026-01-02T03:04:02Z second\n")
+	start := time.Now()
+	if got, err := lines.ReadString('\n'); err != nil || got != "second\n" {
+		t.Fatalf("read %q, %v; want the second line", got, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a line written to an idle log came %v later", d)
 	}
 }

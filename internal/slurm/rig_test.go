@@ -148,6 +148,17 @@ func TestRigFollowLogs(t *testing.T) {
 	if _, err := e.c.Site.Stat(ctx, path.Join(ref.Dir, ExitFile("talker"))); err == nil {
 		t.Errorf("the container had already ended when its first line arrived")
 	}
+	go func() {
+		// the provider's status poll, which ends the followed logs
+		for ctx.Err() == nil {
+			got, err := e.c.Status(ctx, []JobRef{ref})
+			if st := got[ref.UID]; err == nil && (st.Containers["talker"].Finished || st.State.Final()) {
+				e.c.EndLogs(ref.UID, "talker")
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
 	rest, err := io.ReadAll(lines)
 	if err != nil {
 		t.Fatalf("following: %v", err)

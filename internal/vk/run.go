@@ -171,8 +171,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 			TunnelEnabled:  cfg.Network.EnableTunnel,
 			AllowSocks:     cfg.Network.SSH.Reverse.AllowSocks,
 		},
-		Metrics: reg,
-		Logger:  log,
+		MaxLogFollowers:             cfg.Node.KubeletAPI.MaxLogFollowersPerNode,
+		MaxLogFollowersPerNamespace: cfg.Node.KubeletAPI.MaxLogFollowersPerNamespace,
+		Metrics:                     reg,
+		Logger:                      log,
 	})
 	if err != nil {
 		return err
