@@ -162,6 +162,9 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	st.submitted = true
 	st.containers = append(slices.Clip(job.Init), job.Containers...)
 	st.runtimeOptions = job.RuntimeOptions
+	if job.Reverse != nil && job.Reverse.SocketDirRoot != "" {
+		st.socketDir = job.Reverse.SocketDir(job.UID)
+	}
 	st.waitMsg = ""
 	p.mu.Unlock()
 	p.metrics.submit(adopted)

@@ -21,7 +21,7 @@ import (
 // implements it.
 type Shadows interface {
 	Ensure(ctx context.Context, pod *corev1.Pod) (*shadow.Ref, error)
-	SetNode(ctx context.Context, pod *corev1.Pod, node, job string) error
+	SetNode(ctx context.Context, pod *corev1.Pod, node, job, socketDir string) error
 	PodIP(ctx context.Context, pod *corev1.Pod) (string, error)
 	ShadowPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 	Delete(ctx context.Context, pod *corev1.Pod) error
@@ -65,7 +65,7 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 	p.mu.Unlock()
 	if ref != nil && first {
 		p.event(pod, corev1.EventTypeNormal, EventShadowCreated, "shadow %s/%s ready for the tunnel (forward %t, reverse %t)", ref.Namespace, ref.Name, ref.Forward, ref.Reverse)
-		if r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID)); err == nil && r != nil && r.SocksPort != 0 {
+		if r, err := annotations.Parse(pod.Annotations, pod.Namespace); err == nil && r != nil && r.SocksPort != 0 {
 			p.event(pod, corev1.EventTypeWarning, EventReverseSocksProxy,
 				"SOCKS5 proxy on 127.0.0.1:%d of the job's node: every user of that node can reach the cluster through it, not only this job", r.SocksPort)
 			p.log.Warn("provider: pod asks for a SOCKS5 proxy open to every user of its node", "pod", keyOf(pod), "port", r.SocksPort)
@@ -120,7 +120,7 @@ func (p *Provider) setPodIP(st *podState, ip string) {
 // reverseJob is the job side of the pod's reverse tunnel (its forwards
 // and its SOCKS proxy), or nil.
 func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.ReverseJob, error) {
-	r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID))
+	r, err := annotations.Parse(pod.Annotations, pod.Namespace)
 	if err != nil || r == nil {
 		return nil, err
 	}
@@ -139,7 +139,8 @@ func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.Reve
 }
 
 // followNode tells the shadow the node the job runs on (and the job's id,
-// for the srun carrier), so that the tunnel follows a requeue. Each call
+// for the srun carrier, and the pod's socket directory, named from its
+// salt), so that the tunnel follows a requeue. Each call
 // supersedes the one before: its attempt, retried in the background, is
 // cancelled, and the shadow's node is written by one attempt at a time, each
 // checking first that its node is still the current one, so that a late
@@ -148,7 +149,7 @@ func (p *Provider) followNode(st *podState, node string) {
 	p.mu.Lock()
 	has := st.shadow
 	pod := st.pod.DeepCopy()
-	job := string(st.ref.JobID)
+	job, socketDir := string(st.ref.JobID), st.socketDir
 	if st.stopFollow != nil {
 		st.stopFollow()
 	}
@@ -169,7 +170,7 @@ func (p *Provider) followNode(st *podState, node string) {
 			if stopped.Err() != nil || p.isDeleting(st) {
 				return nil // superseded, or no longer wanted
 			}
-			return p.cfg.Shadows.SetNode(ctx, pod, node, job)
+			return p.cfg.Shadows.SetNode(ctx, pod, node, job, socketDir)
 		})
 	})
 }

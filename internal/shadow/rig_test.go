@@ -173,7 +173,7 @@ func TestRigShadow(t *testing.T) {
 	}
 	t.Logf("shadow %s/%s, ClusterIP %s", ref.Namespace, ref.Name, ip)
 
-	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+	if err := m.SetNode(ctx, pod, "node1", "42", ""); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 	cm, err := c.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, NodeConfigMap(ref.Name), metav1.GetOptions{})

@@ -58,7 +58,7 @@ func TestRigReverseHostileRootRefused(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
 		}
-		if _, err := os.Lstat(path.Join(root, job.UID)); !os.IsNotExist(err) {
+		if _, err := os.Lstat(job.Reverse.SocketDir(job.UID)); !os.IsNotExist(err) {
 			t.Errorf("socket directory made in bob's root: %v", err)
 		}
 	})
@@ -105,8 +105,8 @@ func (e *rigEnv) upJob(t *testing.T, secs int) (*Job, JobRef, string) {
 	relayPath := placeRigRelay(t, e)
 	node := nodeClient(t, e)
 	job := e.reverseJob(t, relayPath, "echo started; sleep "+strconv.Itoa(secs)+"; echo slept")
-	dir := path.Join(job.Reverse.SocketDirRoot, job.UID)
 	ref := e.submit(t, job)
+	dir := job.Reverse.SocketDir(job.UID)
 	waitOnNode(t, node, "relay ready", "test -f "+dir+"/"+relay.ReadyFile)
 	ln, err := node.ListenUnix(path.Join(dir, relay.SocketName(6379)))
 	if err != nil {
@@ -127,7 +127,7 @@ func TestRigReverseHostileDirRenamed(t *testing.T) {
 	job, ref, dir := e.upJob(t, 20)
 	alice := nodeClient(t, e)
 	bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
-	addr := job.Reverse.Addr.String()
+	addr := relayAddrOf(t, job).String()
 	ping := "printf 'PING\\r\\n' | socat -T 3 - TCP:" + addr + ":6379"
 	if out := waitOnNode(t, alice, "redis through the relay", ping+" | grep -q PONG && echo ok"); out != "ok\n" {
 		t.Fatalf("through the relay before: %q", out)
