@@ -235,7 +235,9 @@ func TestReverseTunnelAfterRequeue(t *testing.T) {
 	running := e.waitPod("rev-rq", "Running", 120*time.Second, phaseIs(corev1.PodRunning))
 	e.waitTick("rev-rq", -1, "says +PONG", 120*time.Second)
 	e.waitEvent(pod, "reverse tunnel up")
-	dir := filepath.Join(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pod.UID))
+	// The salt, kept in the job directory, names the same directory for
+	// the second run.
+	dir := sitepath.SocketDir(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pod.UID), e.podSalt(t, pod))
 	inode := func() uint64 {
 		fi, err := os.Stat(dir)
 		if err != nil {
