@@ -78,3 +78,19 @@ func TestJobCommentRefused(t *testing.T) {
 		t.Error("a name with a space gave a comment")
 	}
 }
+
+// FuzzJobComment: whatever the template and the pod's names, a comment
+// either is refused or is one word of the characters an #SBATCH line takes.
+func FuzzJobComment(f *testing.F) {
+	f.Add("{namespace}/{name}", "ns", "pod")
+	f.Add("x{name}y", "ns", "a b")
+	f.Fuzz(func(t *testing.T, tmpl, namespace, name string) {
+		c, err := jobComment(tmpl, namespace, name)
+		if err != nil {
+			return
+		}
+		if !commentText.MatchString(c) || strings.ContainsAny(c, " \t\n\"'#%{}") {
+			t.Fatalf("jobComment(%q, %q, %q) = %q", tmpl, namespace, name, c)
+		}
+	})
+}
