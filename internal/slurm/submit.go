@@ -42,11 +42,10 @@ func parseSbatch(out []byte) (JobID, error) {
 // runs sbatch and records the job ID in job.id. For a job with a reverse
 // tunnel it sets job.Reverse.Salt: a new one, written to the job directory
 // before sbatch runs, or the one an adopted job was submitted with, read
-// back from there. A job that cannot be
-// submitted whatever the site does gives a *PodError (one whose script
-// does not render), or a *RefusedError when sbatch refuses it for what it
-// holds (its script, an option or a value): submitting it again cannot
-// succeed.
+// back from there. A job that cannot be submitted whatever the site does
+// gives a *PodError (one whose script does not render), or a *RefusedError
+// when sbatch refuses it for what it holds (its script, an option or a
+// value): submitting it again cannot succeed.
 func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 	if err := c.check(); err != nil {
 		return "", err
