@@ -49,13 +49,14 @@ type config struct {
 	bounds forwardBounds
 
 	// reverse
-	socketDir string
-	endpoints []tunnel.Endpoint
-	socksPort int    // 0 for no SOCKS proxy
-	sshd      string // tunnel.SshdNode or tunnel.SshdUserspace
-	sshdPath  string // the user-space sshd on the node
-	nodeExec  string // tunnel.NodeExecSSH or tunnel.NodeExecSrun
-	jobFile   string // the job's Slurm id, for srun
+	socketDir     string
+	socketDirFile string // names socketDir once sluice-vk knows it
+	endpoints     []tunnel.Endpoint
+	socksPort     int    // 0 for no SOCKS proxy
+	sshd          string // tunnel.SshdNode or tunnel.SshdUserspace
+	sshdPath      string // the user-space sshd on the node
+	nodeExec      string // tunnel.NodeExecSSH or tunnel.NodeExecSrun
+	jobFile       string // the job's Slurm id, for srun
 }
 
 // maxSocketPath is the longest path of a unix socket: the limit the
@@ -114,7 +115,8 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 		fs.StringVar(&raw.listen, "listen", "", "IP address to listen on (default: all addresses)")
 		c.bounds.define(fs)
 	case modeReverse:
-		fs.StringVar(&c.socketDir, "socket-dir", "", "the pod's socket directory on the compute node, an absolute path (required)")
+		fs.StringVar(&c.socketDir, "socket-dir", "", "the pod's socket directory on the compute node, an absolute path (required, unless --socket-dir-file)")
+		fs.StringVar(&c.socketDirFile, "socket-dir-file", "", "file naming the pod's socket directory, empty until the job is submitted; read every second until it names one")
 		fs.Var(&raw.endpoints, "forward", "a cluster endpoint, `LISTENPORT=HOST:PORT`: the job's rev-LISTENPORT.sock leads to HOST:PORT (repeatable; at least one, or --socks-port)")
 		fs.StringVar(&c.sshd, "sshd", tunnel.SshdNode, "where the forwards are asked: node (the node's own sshd) or userspace (an sshd -i started as the user for each session)")
 		fs.StringVar(&c.sshdPath, "sshd-path", tunnel.DefaultSshdPath, "the sshd binary on the compute node, for --sshd=userspace")
@@ -245,10 +247,15 @@ func overlap(a, b string) bool {
 
 func (c *config) checkReverse(raw *rawFlags) []error {
 	var errs []error
-	if c.socketDir == "" {
-		errs = append(errs, errors.New("--socket-dir is required"))
-	} else if err := checkSocketDir(c.socketDir); err != nil {
-		errs = append(errs, fmt.Errorf("--socket-dir: %w", err))
+	switch {
+	case c.socketDir == "" && c.socketDirFile == "":
+		errs = append(errs, errors.New("--socket-dir or --socket-dir-file is required"))
+	case c.socketDir != "" && c.socketDirFile != "":
+		errs = append(errs, errors.New("--socket-dir and --socket-dir-file exclude each other"))
+	case c.socketDir != "":
+		if err := checkSocketDir(c.socketDir); err != nil {
+			errs = append(errs, fmt.Errorf("--socket-dir: %w", err))
+		}
 	}
 	if c.sshd != tunnel.SshdNode && c.sshd != tunnel.SshdUserspace {
 		errs = append(errs, fmt.Errorf("--sshd: %q: want %s or %s", c.sshd, tunnel.SshdNode, tunnel.SshdUserspace))

@@ -219,7 +219,8 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"forward in forward", modeForward, nil, []string{"--forward=1=a:1"}, []string{"flag provided but not defined: -forward"}},
 
 		// reverse
-		{"no socket dir", modeReverse, map[string]string{"socket-dir": "-"}, nil, []string{"--socket-dir is required"}},
+		{"no socket dir", modeReverse, map[string]string{"socket-dir": "-"}, nil, []string{"--socket-dir or --socket-dir-file is required"}},
+		{"socket dir and its file", modeReverse, nil, []string{"--socket-dir-file=/etc/sluice/node/socket-dir"}, []string{"--socket-dir and --socket-dir-file exclude each other"}},
 		{"socket dir relative", modeReverse, map[string]string{"socket-dir": "sock/uid"}, nil, []string{`--socket-dir: "sock/uid" is not an absolute path`}},
 		{"socket dir unclean", modeReverse, map[string]string{"socket-dir": "/tmp//uid/"}, nil, []string{`--socket-dir: "/tmp//uid/" is not a clean path (want "/tmp/uid")`}},
 		{"socket dir dots", modeReverse, map[string]string{"socket-dir": "/tmp/sock/../uid"}, nil, []string{"--socket-dir:", "not a clean path"}},

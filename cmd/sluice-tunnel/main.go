@@ -9,7 +9,7 @@
 //	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
 //	sluice-tunnel reverse --login=HOST:PORT --user=U --key=FILE
 //	    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
-//	    --socket-dir=DIR --forward=LISTENPORT=HOST:PORT [--forward=...]
+//	    --socket-dir=DIR|--socket-dir-file=FILE --forward=LISTENPORT=HOST:PORT [--forward=...]
 //	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
 //	sluice-tunnel version | --version
 //
@@ -164,12 +164,14 @@ node to the job's compute node (named in --node-file, followed as it changes).
 	case modeReverse:
 		fmt.Fprint(w, `usage: sluice-tunnel reverse --login=HOST:PORT --user=U --key=FILE
     --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
-    --socket-dir=DIR --forward=LISTENPORT=HOST:PORT [--forward=...]
+    --socket-dir=DIR|--socket-dir-file=FILE --forward=LISTENPORT=HOST:PORT [--forward=...]
     [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
 
 Holds a session to the job's compute node (named in --node-file) with one
 remote forward per endpoint, the unix socket DIR/rev-LISTENPORT.sock, and
-dials HOST:PORT in the cluster for each connection arriving there.
+dials HOST:PORT in the cluster for each connection arriving there. With
+--socket-dir-file, DIR is read from FILE once it names one (a shadow's node
+ConfigMap carries it once the job is submitted).
 
 `)
 	}

@@ -39,6 +39,16 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 		err = newForward(c, hop, log, metrics, status).Run(ctx)
 	case modeReverse:
 		log.Info("tunnel starting", append(start, "endpoints", (*endpointList)(&c.endpoints).String(), "socks_port", c.socksPort)...)
+		if c.socketDirFile != "" {
+			dir, werr := waitSocketDir(ctx, c.socketDirFile, socketDirPoll, log)
+			if werr != nil {
+				// ctx ended, which is no failure
+				log.Info("tunnel stopped before its socket directory was known")
+				return nil
+			}
+			c.socketDir = dir
+			log.Info("socket directory known", "socket_dir", dir)
+		}
 		err = newReverse(c, hop, log, metrics, status).Run(ctx)
 	}
 	if err == nil {

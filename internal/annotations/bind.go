@@ -1,12 +1,13 @@
 package annotations
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/salt"
 )
 
 // A relay address lies in 127.1.0.0 - 127.255.255.254, whether DeriveBind
@@ -25,25 +26,34 @@ const (
 )
 
 // DeriveBind returns the loopback address the relay of the pod with podUID
-// holds when the pod does not set ReverseBind. It is stable (the same UID
-// always gives the same address, across restarts and versions of sluice),
-// and two pods share one only by chance, with odds of 1 in 16,711,679:
+// holds when the pod does not set ReverseBind, from the pod's salt (see
+// package salt): the same UID and salt always give the same address, and
+// without the salt, which other users of the site do not have, it cannot be
+// guessed from the UID they see in squeue and bound first. Two pods share
+// one only by chance, with odds of 1 in 16,711,679:
 //
-//	h    = first 4 bytes of SHA-256(podUID), big-endian
+//	h    = first 4 bytes of HMAC-SHA256(key salt, "sluice relay address" NUL podUID), big-endian
 //	low  = 0x010000 + h mod (0xfffffe - 0x010000 + 1)
 //	addr = 127.(low>>16).(low>>8 & 0xff).(low & 0xff)
-func DeriveBind(podUID string) (netip.Addr, error) {
+//
+// Only the batch script holds the address: a job adopted after a restart
+// keeps the one it was rendered with.
+func DeriveBind(podUID, podSalt string) (netip.Addr, error) {
 	if podUID == "" {
 		return netip.Addr{}, errors.New("derive reverse bind address: pod uid is empty")
 	}
-	sum := sha256.Sum256([]byte(podUID))
+	if err := salt.Check(podSalt); err != nil {
+		return netip.Addr{}, fmt.Errorf("derive reverse bind address: %w", err)
+	}
+	sum := salt.Derive(podSalt, salt.LabelRelayAddr, podUID)
 	h := binary.BigEndian.Uint32(sum[:4])
 	low := derivedFirst + h%(derivedLast-derivedFirst+1)
 	return netip.AddrFrom4([4]byte{127, byte(low >> 16), byte(low >> 8), byte(low)}), nil
 }
 
 // ParseBind parses the value of ReverseBind. An empty value (or one of
-// spaces only) gives DeriveBind(podUID).
+// spaces only) gives the zero Addr: the pod leaves the address to sluice,
+// which derives it from the pod's salt (DeriveBind) when it writes the job.
 //
 // A value must be, after parsing, an IPv4 loopback address that a relay
 // may hold (checkRelayAddr): in 127.1.0.0 - 127.255.255.254, as DeriveBind's
@@ -56,11 +66,11 @@ func DeriveBind(podUID string) (netip.Addr, error) {
 // and IPv6 clients reach the IPv4 listener through v4-mapped addresses
 // anyway. The result is always a 4-byte address.
 //
-// Errors about the value are *Refusal with ReasonBadBind.
-func ParseBind(value, podUID string) (netip.Addr, error) {
+// Errors are *Refusal with ReasonBadBind.
+func ParseBind(value string) (netip.Addr, error) {
 	v := strings.TrimSpace(value)
 	if v == "" {
-		return DeriveBind(podUID)
+		return netip.Addr{}, nil
 	}
 	a, err := netip.ParseAddr(v)
 	if err != nil {

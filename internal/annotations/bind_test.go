@@ -19,7 +19,7 @@ func TestParseBindAccepts(t *testing.T) {
 		{"::ffff:7f01:5", "127.1.0.5"},
 	}
 	for _, tt := range tests {
-		got, err := ParseBind(tt.value, "uid-1")
+		got, err := ParseBind(tt.value)
 		if err != nil || got != netip.MustParseAddr(tt.want) || !got.Is4() {
 			t.Errorf("ParseBind(%q): got %v, %v; want %s", tt.value, got, err, tt.want)
 		}
@@ -57,42 +57,42 @@ func TestParseBindRefuses(t *testing.T) {
 		{strings.Repeat("1", 1000), `value "` + strings.Repeat("1", maxQuoted) + `..." is not an IP address`},
 	}
 	for _, tt := range tests {
-		_, err := ParseBind(tt.value, "uid-1")
+		_, err := ParseBind(tt.value)
 		var r *Refusal
 		if !errors.As(err, &r) || r.Reason != ReasonBadBind || r.Annotation != ReverseBind || !strings.Contains(r.Rule, tt.rule) {
 			t.Errorf("ParseBind(%q): got %v; want a %s refusal containing %q", tt.value, err, ReasonBadBind, tt.rule)
 		}
 	}
-	_, err := ParseBind("::ffff:127.0.0.1", "uid-1")
+	_, err := ParseBind("::ffff:127.0.0.1")
 	want := `interlink.eu/reverse-bind: value "::ffff:127.0.0.1" is 127.0.0.1, shared by every user of the node: want an address in 127.1.0.0-127.255.255.254`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v; want %s", err, want)
 	}
 }
 
+// testSalt is a salt as salt.New draws them.
+const testSalt = "00112233445566778899aabbccddeeff"
+
 func TestDeriveBind(t *testing.T) {
-	// Fixed values, computed apart from this code (Python's hashlib, by the
-	// formula in DeriveBind's comment): the derivation must not change
-	// between versions, or a restarted virtual kubelet would move a running
-	// job's address.
-	fixed := []struct{ uid, want string }{
-		{"0b8f5a3c-6a53-4bd5-8c41-3a2f7a1d9e10", "127.17.86.253"},
-		{"x", "127.159.22.111"},
+	// Fixed values, computed apart from this code (Python's hmac and
+	// hashlib, by the formula in DeriveBind's comment). The same uid under
+	// another salt gets another address: without the salt, the UID that
+	// squeue shows every user of the site does not tell it.
+	fixed := []struct{ uid, salt, want string }{
+		{"0b8f5a3c-6a53-4bd5-8c41-3a2f7a1d9e10", testSalt, "127.178.89.132"},
+		{"0b8f5a3c-6a53-4bd5-8c41-3a2f7a1d9e10", "ffeeddccbbaa99887766554433221100", "127.91.208.114"},
+		{"x", testSalt, "127.20.59.217"},
 	}
 	for _, tt := range fixed {
-		got, err := DeriveBind(tt.uid)
+		got, err := DeriveBind(tt.uid, tt.salt)
 		if err != nil || got.String() != tt.want {
-			t.Errorf("DeriveBind(%q): got %v, %v; want %s", tt.uid, got, err, tt.want)
-		}
-		again, _ := ParseBind("", tt.uid)
-		if again != got {
-			t.Errorf("ParseBind(\"\", %q): got %v; want %v as DeriveBind", tt.uid, again, got)
+			t.Errorf("DeriveBind(%q, %q): got %v, %v; want %s", tt.uid, tt.salt, got, err, tt.want)
 		}
 	}
 	seen := map[netip.Addr]string{}
 	for i := range 20000 {
 		uid := fmt.Sprintf("uid-%d", i)
-		a, err := DeriveBind(uid)
+		a, err := DeriveBind(uid, testSalt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,10 +108,12 @@ func TestDeriveBind(t *testing.T) {
 	if len(seen) < 19900 {
 		t.Errorf("20000 uids gave %d addresses; want nearly all distinct", len(seen))
 	}
-	if _, err := DeriveBind(""); err == nil {
-		t.Errorf("DeriveBind(\"\"): got no error; want one")
+	for _, bad := range []struct{ uid, salt string }{{"", testSalt}, {"x", ""}, {"x", "00112233"}, {"x", strings.ToUpper(testSalt)}} {
+		if a, err := DeriveBind(bad.uid, bad.salt); err == nil {
+			t.Errorf("DeriveBind(%q, %q): got %v; want an error", bad.uid, bad.salt, a)
+		}
 	}
-	if _, err := ParseBind("  ", ""); err == nil {
-		t.Errorf("ParseBind of nothing without a uid: got no error; want one")
+	if a, err := ParseBind("  "); err != nil || a.IsValid() {
+		t.Errorf("ParseBind of nothing: got %v, %v; want the zero Addr, left to DeriveBind", a, err)
 	}
 }

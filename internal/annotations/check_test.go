@@ -43,7 +43,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Parse(tt.ann, "team-a", testUID)
+			r, err := Parse(tt.ann, "team-a")
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}

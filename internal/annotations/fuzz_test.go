@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/salt"
 )
 
 // The seed corpus lives in testdata/fuzz/<target>/; go test runs it as
@@ -121,27 +123,46 @@ func FuzzParseBind(f *testing.F) {
 		netip.MustParseAddr("127.0.0.1"):       true,
 		netip.MustParseAddr("127.255.255.255"): true,
 	}
-	f.Fuzz(func(t *testing.T, value, uid string) {
-		a, err := ParseBind(value, uid)
+	f.Fuzz(func(t *testing.T, value string) {
+		a, err := ParseBind(value)
+		empty := strings.TrimSpace(value) == ""
 		if err != nil {
 			var r *Refusal
-			empty := strings.TrimSpace(value) == ""
-			if empty && uid != "" || !empty && (!errors.As(err, &r) || r.Reason != ReasonBadBind || r.Annotation != ReverseBind) {
-				t.Fatalf("ParseBind(%q, %q): got error %v", value, uid, err)
+			if empty || !errors.As(err, &r) || r.Reason != ReasonBadBind || r.Annotation != ReverseBind {
+				t.Fatalf("ParseBind(%q): got error %v", value, err)
+			}
+			return
+		}
+		if empty {
+			if a.IsValid() {
+				t.Fatalf("ParseBind(%q): got %v; want the zero Addr, left to DeriveBind", value, a)
 			}
 			return
 		}
 		// One rule for derived and chosen addresses: outside 127.0.0.0/16.
 		if !a.Is4() || !loopback.Contains(a) || forbidden[a] || a.As4()[1] == 0 {
-			t.Fatalf("ParseBind(%q, %q): got %v; want an IPv4 loopback address in 127.1.0.0-127.255.255.254", value, uid, a)
+			t.Fatalf("ParseBind(%q): got %v; want an IPv4 loopback address in 127.1.0.0-127.255.255.254", value, a)
 		}
-		if strings.TrimSpace(value) == "" {
-			if again, err := ParseBind(a.String(), uid); err != nil || again != a {
-				t.Fatalf("DeriveBind(%q) gave %v, which ParseBind refuses: %v", uid, a, err)
+	})
+}
+
+// FuzzDeriveBind: every salted address passes the rule ParseBind holds
+// chosen addresses to, and the same uid and salt give it again.
+func FuzzDeriveBind(f *testing.F) {
+	f.Add("0b8f5a3c-6a53-4bd5-8c41-3a2f7a1d9e10", testSalt)
+	f.Fuzz(func(t *testing.T, uid, podSalt string) {
+		a, err := DeriveBind(uid, podSalt)
+		if err != nil {
+			if uid != "" && salt.Check(podSalt) == nil {
+				t.Fatalf("DeriveBind(%q, %q): got error %v", uid, podSalt, err)
 			}
-			if again, _ := DeriveBind(uid); again != a {
-				t.Fatalf("DeriveBind(%q): got %v then %v", uid, a, again)
-			}
+			return
+		}
+		if again, err := ParseBind(a.String()); err != nil || again != a {
+			t.Fatalf("DeriveBind(%q, %q) gave %v, which ParseBind refuses: %v", uid, podSalt, a, err)
+		}
+		if again, _ := DeriveBind(uid, podSalt); again != a {
+			t.Fatalf("DeriveBind(%q, %q): got %v then %v", uid, podSalt, a, again)
 		}
 	})
 }
@@ -172,7 +193,7 @@ func FuzzParseCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, forwards, bind, socks, vpn string) {
 		ann := map[string]string{ReverseForwards: forwards, ReverseBind: bind, ReverseSocksPort: socks, PodVPN: vpn,
 			RetiredReverseOwnerOnly: forwards, RetiredReverseNodeExec: socks}
-		r, err := Parse(ann, "team-a", testUID)
+		r, err := Parse(ann, "team-a")
 		if err != nil {
 			var ref *Refusal
 			if !errors.As(err, &ref) || r != nil {

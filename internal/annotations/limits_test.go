@@ -24,7 +24,7 @@ func TestForwardsAreBounded(t *testing.T) {
 		for name, parse := range map[string]func() error{
 			"ParseForwards": func() error { _, err := ParseForwards(forwardsList(n), "lab"); return err },
 			"Parse": func() error {
-				_, err := Parse(map[string]string{ReverseForwards: forwardsList(n)}, "lab", "uid-1")
+				_, err := Parse(map[string]string{ReverseForwards: forwardsList(n)}, "lab")
 				return err
 			},
 		} {
@@ -81,7 +81,7 @@ func TestDerivedBindsPassParseBind(t *testing.T) {
 	}
 	for i := range 10000 {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		a, err := DeriveBind(uid)
+		a, err := DeriveBind(uid, testSalt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package annotations
 
 import (
 	"net/netip"
-	"strings"
 )
 
 // MaxForwards is the most forwards a pod may ask for. Each one is a
@@ -17,8 +16,9 @@ type Reverse struct {
 	// Forwards are the endpoints, in the order the pod lists them; no two
 	// share a ListenPort.
 	Forwards []Forward
-	// Bind is the IPv4 loopback address the job's relay holds: the
-	// pod's ReverseBind, or DeriveBind of its UID.
+	// Bind is the IPv4 loopback address the job's relay holds, as the
+	// pod's ReverseBind sets it; the zero Addr when the pod leaves it to
+	// sluice, which derives one from the pod's salt (DeriveBind).
 	Bind netip.Addr
 	// SocksPort is the port of the SOCKS5 proxy on 127.0.0.1 of the node;
 	// 0 when the pod asks for none. It is never a ListenPort of Forwards.
@@ -34,10 +34,9 @@ type Reverse struct {
 // Errors about the annotations are *Refusal (ReasonMalformed,
 // ReasonPortRepeats, ReasonSocksCollides, ReasonBadBind,
 // ReasonTooManyForwards); the site's rules
-// are Check's. podNamespace and podUID are the pod's; an empty podUID or a
-// podNamespace that is not a DNS label is the caller's mistake and gives a
-// plain error.
-func Parse(annotations map[string]string, podNamespace, podUID string) (*Reverse, error) {
+// are Check's. podNamespace is the pod's; one that is not a DNS label is
+// the caller's mistake and gives a plain error.
+func Parse(annotations map[string]string, podNamespace string) (*Reverse, error) {
 	forwards, err := ParseForwards(annotations[ReverseForwards], podNamespace)
 	if err != nil {
 		return nil, err
@@ -46,19 +45,14 @@ func Parse(annotations map[string]string, podNamespace, podUID string) (*Reverse
 	if err != nil {
 		return nil, err
 	}
-	bindValue := annotations[ReverseBind]
-	if strings.TrimSpace(bindValue) != "" {
-		if _, err := ParseBind(bindValue, podUID); err != nil {
-			return nil, err
-		}
+	bind, err := ParseBind(annotations[ReverseBind])
+	if err != nil {
+		return nil, err
 	}
 	if len(forwards) == 0 && socks == 0 {
 		return nil, nil
 	}
-	r := &Reverse{Forwards: forwards, SocksPort: socks}
-	if r.Bind, err = ParseBind(bindValue, podUID); err != nil {
-		return nil, err
-	}
+	r := &Reverse{Forwards: forwards, Bind: bind, SocksPort: socks}
 	if err := r.validate(); err != nil {
 		return nil, err
 	}

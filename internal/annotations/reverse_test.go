@@ -8,8 +8,6 @@ import (
 	"testing"
 )
 
-const testUID = "0b8f5a3c-6a53-4bd5-8c41-3a2f7a1d9e10" // derives 127.17.86.253
-
 func TestParseSocksPort(t *testing.T) {
 	tests := []struct {
 		value  string
@@ -46,7 +44,9 @@ func TestParseSocksPort(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	derived := netip.MustParseAddr("127.17.86.253")
+	// A pod that sets no ReverseBind leaves the address to sluice: the
+	// zero Addr, which the job side derives from the pod's salt.
+	var derived netip.Addr
 	tests := []struct {
 		name string
 		ann  map[string]string
@@ -82,7 +82,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Parse(tt.ann, "team-a", testUID)
+			got, err := Parse(tt.ann, "team-a")
 			if err != nil {
 				t.Fatalf("got error %v; want none", err)
 			}
@@ -117,7 +117,7 @@ func TestParseRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Parse(tt.ann, "team-a", testUID)
+			got, err := Parse(tt.ann, "team-a")
 			var r *Refusal
 			if got != nil || !errors.As(err, &r) || r.Reason != tt.why || err.Error() != tt.want {
 				t.Errorf("got %+v, %v; want nil and %s: %s", got, err, tt.why, tt.want)
@@ -128,14 +128,14 @@ func TestParseRefuses(t *testing.T) {
 
 func TestParseCallerMistakes(t *testing.T) {
 	ann := map[string]string{ReverseForwards: "redis:6379"}
-	for _, c := range []struct{ ns, uid string }{{"team-a", ""}, {"", testUID}, {"Team_A", testUID}} {
-		r, err := Parse(ann, c.ns, c.uid)
+	for _, ns := range []string{"", "Team_A"} {
+		r, err := Parse(ann, ns)
 		var ref *Refusal
 		if r != nil || err == nil || errors.As(err, &ref) {
-			t.Errorf("Parse(namespace %q, uid %q): got %+v, %v; want nil and a plain error", c.ns, c.uid, r, err)
+			t.Errorf("Parse(namespace %q): got %+v, %v; want nil and a plain error", ns, r, err)
 		}
 	}
-	if r, err := Parse(map[string]string{ReverseBind: "127.1.0.9"}, "", ""); r != nil || err != nil {
-		t.Errorf("Parse of a bind alone without uid: got %+v, %v; want nil, nil", r, err)
+	if r, err := Parse(map[string]string{ReverseBind: "127.1.0.9"}, ""); r != nil || err != nil {
+		t.Errorf("Parse of a bind alone: got %+v, %v; want nil, nil", r, err)
 	}
 }

@@ -45,6 +45,11 @@ type Site struct {
 	// PollInterval is how often the status of all jobs is read.
 	// If zero, 5s.
 	PollInterval time.Duration `yaml:"PollInterval"`
+	// JobComment is the template of the jobs' sbatch --comment, with the
+	// placeholders {namespace} and {name}; empty gives none, as squeue
+	// shows comments to every user of the site. The slurm package checks
+	// it (slurm.NewSiteOptions).
+	JobComment string `yaml:"JobComment"`
 
 	// The keys below are those of interLink's Slurm plugin, with its names
 	// and meaning (docs/interlink-migration.md); plugin.go documents them.

@@ -180,6 +180,9 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	st.submitted = true
 	st.containers = append(slices.Clip(job.Init), job.Containers...)
 	st.runtimeOptions = job.RuntimeOptions
+	if job.Reverse != nil && job.Reverse.SocketDirRoot != "" {
+		st.socketDir = job.Reverse.SocketDir(job.UID)
+	}
 	st.waitMsg = ""
 	changed := st.freeze(pod)
 	cur := st.pod.DeepCopy()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/salt"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,8 @@ type fakeJobs struct {
 	endLogs     [][]string        // each EndLogs call: the uid, then the containers
 	failures    map[string]string // FailureMessage, by UID
 	nextID      int
-	hang        map[string]bool // Submit of these UIDs waits for its ctx to end
+	hang        map[string]bool   // Submit of these UIDs waits for its ctx to end
+	salts       map[string]string // by UID: what Submit gave each reverse job
 }
 
 var _ Jobs = (*fakeJobs)(nil)
@@ -65,6 +67,16 @@ func (f *fakeJobs) Submit(ctx context.Context, job *slurm.Job) (slurm.JobID, err
 		err := f.submitErrs[0]
 		f.submitErrs = f.submitErrs[1:]
 		return "", err
+	}
+	if job.Reverse != nil {
+		// as slurm.Client does: drawn once, read back for an adopted job
+		if f.salts == nil {
+			f.salts = map[string]string{}
+		}
+		if f.salts[job.UID] == "" {
+			f.salts[job.UID] = salt.New()
+		}
+		job.Reverse.Salt = f.salts[job.UID]
 	}
 	if id, ok := f.jobs[job.UID]; ok {
 		return id, nil // adopted

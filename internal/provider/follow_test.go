@@ -60,7 +60,7 @@ type gatedShadows struct {
 	written []string
 }
 
-func (g *gatedShadows) SetNode(ctx context.Context, _ *corev1.Pod, node, _ string) error {
+func (g *gatedShadows) SetNode(ctx context.Context, _ *corev1.Pod, node, _, _ string) error {
 	g.mu.Lock()
 	g.calls++
 	g.mu.Unlock()

@@ -31,7 +31,7 @@ func (p *Provider) precheck(pod *corev1.Pod) *refusal {
 			rule:   fmt.Sprintf("node %s runs pods of namespace %s only (Network.RefuseForeignPods)", p.cfg.NodeName, p.cfg.TenantNamespace),
 		}
 	}
-	r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID))
+	r, err := annotations.Parse(pod.Annotations, pod.Namespace)
 	if err == nil {
 		err = annotations.Check(r, pod.Annotations, p.cfg.Reverse)
 	}

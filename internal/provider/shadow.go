@@ -21,7 +21,7 @@ import (
 // implements it.
 type Shadows interface {
 	Ensure(ctx context.Context, pod *corev1.Pod) (*shadow.Ref, error)
-	SetNode(ctx context.Context, pod *corev1.Pod, node, job string) error
+	SetNode(ctx context.Context, pod *corev1.Pod, node, job, socketDir string) error
 	PodIP(ctx context.Context, pod *corev1.Pod) (string, error)
 	ShadowPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 	Delete(ctx context.Context, pod *corev1.Pod) error
@@ -103,7 +103,7 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 // SOCKS port it opens to every user of the job's node.
 func (p *Provider) shadowMade(st *podState, pod *corev1.Pod, ref *shadow.Ref) {
 	socks := 0
-	if r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID)); err == nil && r != nil {
+	if r, err := annotations.Parse(pod.Annotations, pod.Namespace); err == nil && r != nil {
 		socks = r.SocksPort
 	}
 	p.mu.Lock()
@@ -163,7 +163,7 @@ func (p *Provider) setPodIP(st *podState, ip string) {
 // reverseJob is the job side of the pod's reverse tunnel (its forwards
 // and its SOCKS proxy), or nil.
 func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.ReverseJob, error) {
-	r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID))
+	r, err := annotations.Parse(pod.Annotations, pod.Namespace)
 	if err != nil || r == nil {
 		return nil, err
 	}
@@ -182,7 +182,8 @@ func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.Reve
 }
 
 // followNode tells the shadow the node the job runs on (and the job's id,
-// for the srun carrier), so that the tunnel follows a requeue. Each call
+// for the srun carrier, and the pod's socket directory, named from its
+// salt), so that the tunnel follows a requeue. Each call
 // supersedes the one before: its attempt, retried in the background, is
 // cancelled, and the shadow's node is written by one attempt at a time, each
 // checking first that its node is still the current one, so that a late
@@ -190,7 +191,7 @@ func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.Reve
 func (p *Provider) followNode(st *podState, node string) {
 	p.mu.Lock()
 	pod := st.shadowOf.DeepCopy() // the pod as its shadow was made
-	job := string(st.ref.JobID)
+	job, socketDir := string(st.ref.JobID), st.socketDir
 	if st.stopFollow != nil {
 		st.stopFollow()
 	}
@@ -211,7 +212,7 @@ func (p *Provider) followNode(st *podState, node string) {
 			if stopped.Err() != nil || p.isDeleting(st) {
 				return nil // superseded, or no longer wanted
 			}
-			return p.cfg.Shadows.SetNode(ctx, pod, node, job)
+			return p.cfg.Shadows.SetNode(ctx, pod, node, job, socketDir)
 		})
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
@@ -26,6 +28,7 @@ type fakeShadows struct {
 	mu      sync.Mutex
 	pod     *corev1.Pod // the shadow pod; nil until set
 	nodes   []string
+	dirs    []string // the socket directory of each SetNode
 	deleted int
 	// nodeOf and deletedOf are the pods SetNode and Delete were given, in
 	// order: where the shadow is follows from their annotations.
@@ -55,11 +58,12 @@ func (f *fakeShadows) Ensure(_ context.Context, pod *corev1.Pod) (*shadow.Ref, e
 	return &shadow.Ref{Namespace: pod.Namespace + "-shadow", Name: "s", PodUID: string(pod.UID), Service: true, Forward: true}, nil
 }
 
-func (f *fakeShadows) SetNode(_ context.Context, pod *corev1.Pod, node, _ string) error {
+func (f *fakeShadows) SetNode(_ context.Context, pod *corev1.Pod, node, _, socketDir string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodes = append(f.nodes, node)
 	f.nodeOf = append(f.nodeOf, pod.DeepCopy())
+	f.dirs = append(f.dirs, socketDir)
 	return nil
 }
 
@@ -291,4 +295,51 @@ func TestShadowSocksOnlyJob(t *testing.T) {
 	if placed.Load() {
 		t.Error("the relay was placed for a pod with no forwards")
 	}
+}
+
+// TestShadowLearnsSaltedSocketDir: the shadow of a pod with a reverse tunnel
+// is told the socket directory that the job's salt names, with the node,
+// and the same one after a restart of sluice-vk (the job adopted): never
+// <SocketDirRoot>/<pod uid>, which any user of the site can work out.
+func TestShadowLearnsSaltedSocketDir(t *testing.T) {
+	pod := testPod("salted")
+	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis:6379"}
+	shadows := &fakeShadows{}
+	config := func(c *Config) {
+		c.Shadows = shadows
+		c.Reverse = annotations.SiteRules{ReverseEnabled: true, ShadowModeSSH: true, TunnelEnabled: true}
+		c.Relay = func(context.Context) (string, error) { return "/data/.bin/sluice-relay-0123", nil }
+		c.SocketDirRoot = "/tmp/sluice"
+	}
+	h := newHarness(t, config, pod)
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitEvent("submitted as Slurm job")
+	h.jobs.mu.Lock()
+	want := sitepath.SocketDir("/tmp/sluice", string(pod.UID), h.jobs.salts[string(pod.UID)])
+	id := h.jobs.jobs[string(pod.UID)]
+	h.jobs.mu.Unlock()
+	if want == path.Join("/tmp/sluice", string(pod.UID)) {
+		t.Fatalf("the fake drew no salt")
+	}
+	h.jobs.setState(string(pod.UID), slurm.Status{State: slurm.StateRunning, BatchHost: "node1",
+		Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}})
+	h.waitFor("the shadow told of node1 and the socket directory", func() bool {
+		shadows.mu.Lock()
+		defer shadows.mu.Unlock()
+		return len(shadows.dirs) == 1 && shadows.dirs[0] == want
+	})
+
+	// sluice-vk restarts: the job is adopted, with the salt it had.
+	again := newHarness(t, func(c *Config) { config(c); c.Jobs = h.jobs }, h.last(pod))
+	if err := again.p.CreatePod(context.Background(), h.last(pod)); err != nil {
+		t.Fatalf("CreatePod after the restart: %v", err)
+	}
+	again.waitEvent("Slurm job " + string(id))
+	again.waitFor("the shadow told the same socket directory", func() bool {
+		shadows.mu.Lock()
+		defer shadows.mu.Unlock()
+		return len(shadows.dirs) == 2 && shadows.dirs[1] == want
+	})
 }

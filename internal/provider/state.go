@@ -31,6 +31,10 @@ type podState struct {
 	runtimeOptions []string
 	// submitted: the job exists in Slurm (ref.JobID is set).
 	submitted bool
+	// socketDir is the pod's socket directory on the node, for its reverse
+	// tunnel ("" for none), as Submit named it from the pod's salt; the
+	// shadow learns it with the node (followNode).
+	socketDir string
 	// final: the pod reached a terminal phase; its job is not polled again.
 	final bool
 	// deleting: a deletion started; nothing is submitted any more.

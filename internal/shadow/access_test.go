@@ -115,7 +115,7 @@ func TestSetNodeCountsTunnels(t *testing.T) {
 		return cm.Data[TunnelsKey]
 	}
 	for i, want := range []string{"1", "2"} {
-		if err := m.SetNode(ctx, pods[i], "node1", "7"); err != nil {
+		if err := m.SetNode(ctx, pods[i], "node1", "7", ""); err != nil {
 			t.Fatal(err)
 		}
 		if got := tunnels(pods[i]); got != want {
@@ -127,7 +127,7 @@ func TestSetNodeCountsTunnels(t *testing.T) {
 	if err := m.Delete(ctx, pods[1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.SetNode(ctx, pods[0], "node2", "7"); err != nil {
+	if err := m.SetNode(ctx, pods[0], "node2", "7", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := tunnels(pods[0]); got != "1" {

@@ -106,8 +106,9 @@ func applyService(ctx context.Context, c kubernetes.Interface, want *corev1.Serv
 
 func applyConfigMap(ctx context.Context, c kubernetes.Interface, want *corev1.ConfigMap, uid string) (*corev1.ConfigMap, bool, error) {
 	return apply(ctx, c.CoreV1().ConfigMaps(want.Namespace), "configmap", want, uid, func(live, want *corev1.ConfigMap) {
-		// The node and the job are SetNode's: an update keeps them.
-		for _, k := range []string{NodeKey, JobKey} {
+		// The node, the job and the socket directory are SetNode's: an
+		// update keeps them.
+		for _, k := range []string{NodeKey, JobKey, SocketDirKey} {
 			if _, ok := live.Data[k]; !ok {
 				if live.Data == nil {
 					live.Data = map[string]string{}

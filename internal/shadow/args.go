@@ -44,12 +44,14 @@ func (s Spec) forwardArgs(ports []int32, metrics int32) []string {
 	)
 }
 
-// reverseArgs are the arguments of `sluice-tunnel reverse` for the pod uid
-// and its reverse tunnel: its forwards, whose Dial is already qualified for
-// the shadow's namespace, and its SOCKS port.
-func (s Spec) reverseArgs(uid string, rev *annotations.Reverse, metrics int32) []string {
+// reverseArgs are the arguments of `sluice-tunnel reverse` for the pod's
+// reverse tunnel: its forwards, whose Dial is already qualified for the
+// shadow's namespace, and its SOCKS port. The socket directory is read from
+// the node ConfigMap (SetNode), not given here: its name is secret from
+// whoever reads the shadow's spec.
+func (s Spec) reverseArgs(rev *annotations.Reverse, metrics int32) []string {
 	args := append([]string{"reverse"}, s.commonArgs()...)
-	args = append(args, "--socket-dir="+path.Join(s.SocketDirRoot, uid))
+	args = append(args, "--socket-dir-file="+path.Join(mountNode, SocketDirKey))
 	for _, f := range rev.Forwards {
 		args = append(args, "--forward="+strconv.Itoa(f.ListenPort)+"="+f.Dial)
 	}

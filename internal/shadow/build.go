@@ -29,7 +29,8 @@ type Objects struct {
 	Deployment *appsv1.Deployment
 	// Service reaches the pod's TCP ports; nil when it exposes none.
 	Service *corev1.Service
-	// ConfigMap is Name-node; its node key is "" until SetNode.
+	// ConfigMap is Name-node; its node, job and socket directory keys are
+	// "" until SetNode.
 	ConfigMap *corev1.ConfigMap
 }
 
@@ -53,7 +54,7 @@ func (s Spec) Build(pod *corev1.Pod) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	rev, err := annotations.Parse(pod.Annotations, pod.Namespace, uid)
+	rev, err := annotations.Parse(pod.Annotations, pod.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func (s Spec) Build(pod *corev1.Pod) (*Objects, error) {
 			return nil, err
 		}
 	}
-	o.ConfigMap = &corev1.ConfigMap{ObjectMeta: meta(NodeConfigMap(o.Name)), Data: map[string]string{NodeKey: "", JobKey: ""}}
+	o.ConfigMap = &corev1.ConfigMap{ObjectMeta: meta(NodeConfigMap(o.Name)), Data: map[string]string{NodeKey: "", JobKey: "", SocketDirKey: ""}}
 	if err := stamp(&o.ConfigMap.ObjectMeta, nil); err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotati
 	}
 	if o.Reverse {
 		containers = append(containers, s.tunnelContainer(ContainerReverse,
-			s.reverseArgs(uid, rev, revMetrics), nil, revMetrics))
+			s.reverseArgs(rev, revMetrics), nil, revMetrics))
 	}
 	var volumes []corev1.Volume
 	if len(containers) > 0 {

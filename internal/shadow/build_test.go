@@ -62,8 +62,8 @@ func TestBuildBoth(t *testing.T) {
 	}
 
 	// The node ConfigMap.
-	if !reflect.DeepEqual(cm.Data, map[string]string{"node": "", "job": ""}) {
-		t.Errorf("configmap data = %v; want node and job empty", cm.Data)
+	if !reflect.DeepEqual(cm.Data, map[string]string{"node": "", "job": "", "socket-dir": ""}) {
+		t.Errorf("configmap data = %v; want node, job and socket-dir empty", cm.Data)
 	}
 
 	// The Deployment.
@@ -88,7 +88,9 @@ func TestBuildBoth(t *testing.T) {
 	wantForward := append(append([]string{"forward"}, common...),
 		"--target=node", "--ports=8080,9090", "--listen=$(POD_IP)", "--metrics=$(POD_IP):9464")
 	wantReverse := append(append([]string{"reverse"}, common...),
-		"--socket-dir=/tmp/sluice-sock/"+testUID,
+		// read from the node ConfigMap: the pod UID, which squeue shows
+		// every user of the site, does not name it
+		"--socket-dir-file=/etc/sluice/node/socket-dir",
 		"--forward=6379=redis.science:6379",
 		"--forward=8443=kubernetes.default.svc.cluster.local:443",
 		"--forward=9000=minio.storage:9000",

@@ -38,7 +38,7 @@ func TestConfined(t *testing.T) {
 		if ref.Namespace != "hpc-tenant" {
 			t.Errorf("shadow of %s/%s in %s; want hpc-tenant", pod.Namespace, pod.Name, ref.Namespace)
 		}
-		if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+		if err := m.SetNode(ctx, pod, "node1", "42", ""); err != nil {
 			t.Errorf("SetNode: %v", err)
 		}
 		if _, err := m.PodIP(ctx, pod); err != nil {

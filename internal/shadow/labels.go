@@ -55,6 +55,12 @@ const NodeKey = "node"
 // ("" until it is known), for the srun carrier (Reverse.NodeExec srun).
 const JobKey = "job"
 
+// SocketDirKey is the key of the node ConfigMap that holds the pod's socket
+// directory on the node, "" until the job is submitted. Its name comes from
+// the pod's salt, which sluice-vk keeps in the job directory: it is not
+// derived from anything the shadow's own spec shows.
+const SocketDirKey = "socket-dir"
+
 // Where the tunnel containers find their files.
 const (
 	mountSSH        = "/etc/sluice/ssh"

@@ -157,7 +157,7 @@ func TestEnsureIdempotent(t *testing.T) {
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
-	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+	if err := m.SetNode(ctx, pod, "node1", "42", ""); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 	events(rec)
@@ -188,7 +188,7 @@ func TestEnsureUpdates(t *testing.T) {
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
-	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+	if err := m.SetNode(ctx, pod, "node1", "42", ""); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 	before, _ := c.CoreV1().Services("science-shadow").Get(ctx, Name(pod), metav1.GetOptions{})
@@ -265,14 +265,14 @@ func TestSetNode(t *testing.T) {
 	c := newFake()
 	m, _ := newManager(t, c, testSpec())
 	pod := webPod()
-	if err := m.SetNode(ctx, pod, "node1", "42"); !apierrors.IsNotFound(err) {
+	if err := m.SetNode(ctx, pod, "node1", "42", ""); !apierrors.IsNotFound(err) {
 		t.Errorf("SetNode before Ensure = %v; want NotFound", err)
 	}
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
 	for _, node := range []string{"node1", "cn-0042.cluster.example.org", "gpu_01", "10.251.2.2", "fd00::5", ""} {
-		if err := m.SetNode(ctx, pod, node, "1234_5"); err != nil {
+		if err := m.SetNode(ctx, pod, node, "1234_5", ""); err != nil {
 			t.Errorf("SetNode(%q): %v", node, err)
 			continue
 		}
@@ -281,15 +281,30 @@ func TestSetNode(t *testing.T) {
 			t.Errorf("after SetNode(%q): data %v labels %v", node, cm.Data, cm.Labels)
 		}
 	}
+	// The socket directory, named from the pod's salt, reaches the shadow
+	// with the node.
+	const dir = "/tmp/sluice/d75a550f2954bd4f5c6fcf5bb401c235"
+	if err := m.SetNode(ctx, pod, "node1", "42", dir); err != nil {
+		t.Fatalf("SetNode with a socket directory: %v", err)
+	}
+	cm, _ := c.CoreV1().ConfigMaps("science-shadow").Get(ctx, Name(pod)+"-node", metav1.GetOptions{})
+	if cm.Data[SocketDirKey] != dir {
+		t.Errorf("after SetNode with a socket directory: data %v", cm.Data)
+	}
 	c.ClearActions()
 	for _, node := range []string{"-oProxyCommand=x", "node1;reboot", "node 1", "node1\n", "fe80::1%eth0", strings.Repeat("a", 64)} {
-		if err := m.SetNode(ctx, pod, node, "1"); err == nil {
+		if err := m.SetNode(ctx, pod, node, "1", ""); err == nil {
 			t.Errorf("SetNode(%q) accepted it", node)
 		}
 	}
 	for _, job := range []string{"1;reboot", "-1", "12 3", "1_", "a"} {
-		if err := m.SetNode(ctx, pod, "node1", job); err == nil {
+		if err := m.SetNode(ctx, pod, "node1", job, ""); err == nil {
 			t.Errorf("SetNode with job %q accepted it", job)
+		}
+	}
+	for _, dir := range []string{"tmp/x", "/tmp/a b", "/tmp/x\n", "/tmp/../x", "/tmp/a:b", "/"} {
+		if err := m.SetNode(ctx, pod, "node1", "1", dir); err == nil {
+			t.Errorf("SetNode with socket directory %q accepted it", dir)
 		}
 	}
 	if len(c.Actions()) != 0 {
@@ -511,7 +526,7 @@ func TestSetNodeNudgesTheShadowPods(t *testing.T) {
 		}
 		return got.Annotations[annotationNodeOfJob]
 	}
-	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+	if err := m.SetNode(ctx, pod, "node1", "42", ""); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 	if got := mark("live"); got != "42@node1" {
@@ -524,7 +539,7 @@ func TestSetNodeNudgesTheShadowPods(t *testing.T) {
 		t.Errorf("another shadow's pod marked %q; want nothing", got)
 	}
 	c.ClearActions()
-	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+	if err := m.SetNode(ctx, pod, "node1", "42", ""); err != nil {
 		t.Fatalf("SetNode again: %v", err)
 	}
 	for _, w := range writes(c.Actions()) {
@@ -532,7 +547,7 @@ func TestSetNodeNudgesTheShadowPods(t *testing.T) {
 			t.Errorf("SetNode with the same node patched a pod again: %s", w)
 		}
 	}
-	if err := m.SetNode(ctx, pod, "", ""); err != nil {
+	if err := m.SetNode(ctx, pod, "", "", ""); err != nil {
 		t.Fatalf("SetNode none: %v", err)
 	}
 	if got := mark("live"); got != "@" {

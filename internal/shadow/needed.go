@@ -21,7 +21,7 @@ func Needed(pod *corev1.Pod) (forward, reverse bool) {
 			forward = true
 		}
 	}
-	r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID))
+	r, err := annotations.Parse(pod.Annotations, pod.Namespace)
 	return forward, r != nil || err != nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,12 +20,14 @@ type nodePatch struct {
 	Data map[string]string `json:"data"`
 }
 
-// SetNode tells pod's shadow the compute node its job runs on and the
-// job's Slurm id, by writing them to the node ConfigMap; "" says that it
-// has none (yet, or again after a requeue). node must be a host name or an
-// IP literal (tunnel.CheckNode), job a Slurm job id (tunnel.CheckJob): they
-// end up in SSH requests. The ConfigMap must exist (Ensure).
-func (m *Manager) SetNode(ctx context.Context, pod *corev1.Pod, node, job string) error {
+// SetNode tells pod's shadow the compute node its job runs on, the job's
+// Slurm id and the pod's socket directory on the node (for a reverse
+// tunnel, else ""), by writing them to the node ConfigMap; a node "" says
+// that it has none (yet, or again after a requeue). node must be a host
+// name or an IP literal (tunnel.CheckNode), job a Slurm job id
+// (tunnel.CheckJob), socketDir a site path (sitepath.Check): they end up in
+// SSH requests. The ConfigMap must exist (Ensure).
+func (m *Manager) SetNode(ctx context.Context, pod *corev1.Pod, node, job, socketDir string) error {
 	if node != "" {
 		if err := tunnel.CheckNode(node); err != nil {
 			return fmt.Errorf("shadow: set node: %w", err)
@@ -33,12 +36,17 @@ func (m *Manager) SetNode(ctx context.Context, pod *corev1.Pod, node, job string
 	if err := tunnel.CheckJob(job); err != nil {
 		return fmt.Errorf("shadow: set node: %w", err)
 	}
+	if socketDir != "" {
+		if err := sitepath.Check(socketDir); err != nil {
+			return fmt.Errorf("shadow: set node: socket directory %w", err)
+		}
+	}
 	ns, name := m.where(pod)
 	if err := m.access(ns); err != nil {
 		return err
 	}
 	tunnels := strconv.Itoa(m.countTunnels(pod))
-	patch, err := json.Marshal(nodePatch{Data: map[string]string{NodeKey: node, JobKey: job, TunnelsKey: tunnels}})
+	patch, err := json.Marshal(nodePatch{Data: map[string]string{NodeKey: node, JobKey: job, SocketDirKey: socketDir, TunnelsKey: tunnels}})
 	if err != nil {
 		return fmt.Errorf("shadow: set node: %w", err)
 	}

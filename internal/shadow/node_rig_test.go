@@ -75,7 +75,7 @@ func TestRigNodeTunnel(t *testing.T) {
 			t.Errorf("Delete: %v", err)
 		}
 	})
-	if err := m.SetNode(ctx, pod, rig.Get(t, "RIG_NODE_NAME"), ""); err != nil {
+	if err := m.SetNode(ctx, pod, rig.Get(t, "RIG_NODE_NAME"), "", ""); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 

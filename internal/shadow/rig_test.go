@@ -173,11 +173,12 @@ func TestRigShadow(t *testing.T) {
 	}
 	t.Logf("shadow %s/%s, ClusterIP %s", ref.Namespace, ref.Name, ip)
 
-	if err := m.SetNode(ctx, pod, "node1", "42"); err != nil {
+	const socketDir = "/tmp/sluice-sock/d75a550f2954bd4f5c6fcf5bb401c235"
+	if err := m.SetNode(ctx, pod, "node1", "42", socketDir); err != nil {
 		t.Fatalf("SetNode: %v", err)
 	}
 	cm, err := c.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, NodeConfigMap(ref.Name), metav1.GetOptions{})
-	if err != nil || cm.Data[NodeKey] != "node1" {
+	if err != nil || cm.Data[NodeKey] != "node1" || cm.Data[SocketDirKey] != socketDir {
 		t.Errorf("node configmap after SetNode: %v %v", err, cm.Data)
 	}
 	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != d.UID {

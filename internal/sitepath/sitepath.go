@@ -7,12 +7,14 @@
 package sitepath
 
 import (
+	"encoding/hex"
 	"fmt"
 	"path"
 	"regexp"
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/relay"
+	"github.com/sluice-hpc/sluice/internal/salt"
 )
 
 // Chars matches an absolute path of the characters a site path may hold.
@@ -40,9 +42,28 @@ var LongestSocketName = relay.SocketName(65535)
 // PodUIDLength is the length of the UIDs the API server gives pods (UUIDs).
 const PodUIDLength = len("xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
 
+// socketDirNameSize is how many bytes of its derivation a salted socket
+// directory's name holds: 128 bits, in 32 hex digits, fewer characters
+// than the UID it stands for.
+const socketDirNameSize = 16
+
+// SocketDir is the socket directory of the pod uid under root. Its name is
+// derived from the pod's salt (salt.Derive with salt.LabelSocketDir, the
+// first 16 bytes in hex), so that another user of the node, who sees the
+// uid in squeue, cannot make it before the job does. With podSalt "" (a job
+// submitted before salts, adopted with none in its directory) it is the uid
+// itself.
+func SocketDir(root, uid, podSalt string) string {
+	if podSalt == "" {
+		return path.Join(root, uid)
+	}
+	sum := salt.Derive(podSalt, salt.LabelSocketDir, uid)
+	return path.Join(root, hex.EncodeToString(sum[:socketDirNameSize]))
+}
+
 // CheckSocketRoot reports a SocketDirRoot that fails Check, or under which
 // a socket of the pod uid, <root>/<uid>/<socket>, would not fit in a unix
-// socket address. With uid "", it checks for every pod the API server may
+// socket address (a salted SocketDir's name is shorter than a UID). With uid "", it checks for every pod the API server may
 // send (a UID of PodUIDLength characters).
 func CheckSocketRoot(root, uid string) error {
 	if err := Check(root); err != nil {

@@ -44,3 +44,23 @@ func TestCheckSocketRoot(t *testing.T) {
 		t.Errorf("error %v; want it to give the longest root that fits, 55 bytes", err)
 	}
 }
+
+func TestSocketDir(t *testing.T) {
+	const uid = "0b8f5a3c-6a53-4bd5-8c41-3a2f7a1d9e10"
+	// Computed apart from this code, with Python's hmac and hashlib.
+	tests := []struct{ salt, want string }{
+		{"00112233445566778899aabbccddeeff", "/tmp/sluice/d75a550f2954bd4f5c6fcf5bb401c235"},
+		{"ffeeddccbbaa99887766554433221100", "/tmp/sluice/6d58ebfd2bf6fedde7b40eebd3d62440"},
+		// a job submitted before salts keeps the name it was rendered with
+		{"", "/tmp/sluice/" + uid},
+	}
+	for _, tt := range tests {
+		got := SocketDir("/tmp/sluice", uid, tt.salt)
+		if got != tt.want {
+			t.Errorf("SocketDir(salt %q) = %s; want %s", tt.salt, got, tt.want)
+		}
+		if err := Check(got); err != nil || len(got)-len("/tmp/sluice/") > PodUIDLength {
+			t.Errorf("SocketDir(salt %q) = %s: %v, or longer than a UID, which CheckSocketRoot counts with", tt.salt, got, err)
+		}
+	}
+}

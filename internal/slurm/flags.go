@@ -20,7 +20,7 @@ var reservedFlags = map[string]string{
 	"chdir":     "the job runs in its job directory, where sluice keeps its files",
 	"cluster":   "sluice submits to and polls the site's cluster only",
 	"clusters":  "sluice submits to and polls the site's cluster only",
-	"comment":   "sluice writes the pod's namespace/name there",
+	"comment":   "the site sets the job's comment (Site.JobComment), which squeue shows every user of the site",
 	"error":     "sluice reads the job's output from its job directory",
 	"gid":       "the job runs as the site's user",
 	"help":      "sluice reads sbatch's output",

@@ -22,6 +22,7 @@ import "path"
 //	volumes/<name>/   volume contents
 //	env/<container>   the container's environment (0600)
 //	exec.hosts        the node-local path of the reverse tunnel's hosts copy
+//	tunnel.salt       the pod's salt (ReverseJob.Salt), for a reverse tunnel (0600)
 //	enroot.rc         enroot's command script (the enroot runtime only)
 //	<container>.sqsh  an image enroot imported, while the script unpacks it
 //
@@ -35,6 +36,10 @@ const (
 	// execHostsFile holds the path of the reverse tunnel's hosts copy on
 	// the node, for kubectl exec to bind it as the job's containers do.
 	execHostsFile = "exec.hosts"
+	// saltFile holds the pod's salt, which names its socket directory and
+	// derives its relay's address, for Submit to read back when it adopts
+	// the job after a restart.
+	saltFile = "tunnel.salt"
 )
 
 // JobDir is the job directory of a pod.

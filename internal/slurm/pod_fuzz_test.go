@@ -56,7 +56,7 @@ func FuzzFromPod(f *testing.F) {
 			}
 		}
 		header := sbatchHeader(string(script))
-		want := 5 + len(job.Flags) + 4 // cpus, mem, gres, time are all set by fullPod
+		want := 4 + len(job.Flags) + 4 // name, output, error, chdir; cpus, mem, gres, time are all set by fullPod
 		if len(header) != want {
 			t.Fatalf("got %d #SBATCH lines; want %d:\n%s", len(header), want, strings.Join(header, "\n"))
 		}

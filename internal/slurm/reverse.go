@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/hostname"
 	"github.com/sluice-hpc/sluice/internal/relay"
+	"github.com/sluice-hpc/sluice/internal/salt"
 	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
 
@@ -25,13 +26,14 @@ import (
 //     change it: it and every directory above it must be owned by root or
 //     the job's user, and not writable by others unless sticky (the message
 //     names the path and its owner; see relay.RootCheckScript);
-//   - makes the pod's socket directory <SocketDirRoot>/<pod uid>, drwx------
-//     and owned by the job's user, afresh (one left by an earlier run on the
+//   - makes the pod's socket directory (SocketDir: under SocketDirRoot, named
+//     from the pod's Salt), drwx------ and owned by the job's user, afresh (one left by an earlier run on the
 //     node, as after a requeue, is removed first, so that no stale socket
 //     stands for the tunnel);
 //   - with forwards, writes a copy of the node's /etc/hosts that maps Names
-//     to Addr, in node-local temporary space (mktemp in ${TMPDIR:-/tmp}),
-//     and starts the relay (RelayPath) on Addr and Ports;
+//     to the relay's address (Addr, or one derived from Salt), in node-local
+//     temporary space (mktemp in ${TMPDIR:-/tmp}), and starts the relay
+//     (RelayPath) on that address and Ports;
 //   - waits up to Timeout for the relay's rev-relay.ready and every
 //     rev-<port>.sock of the tunnel, and for the SOCKS proxy's listener on
 //     127.0.0.1:SocksPort owned by the job's user (read in /proc/net/tcp and
@@ -49,8 +51,9 @@ import (
 // saying so: the names the job maps point at its address. When the job ends
 // the relay is stopped and the socket directory removed.
 type ReverseJob struct {
-	// Addr is the IPv4 loopback address the relay holds, not 127.0.0.1.
-	// Unused without Ports.
+	// Addr is the IPv4 loopback address the relay holds, not 127.0.0.1,
+	// as the pod's ReverseBind sets it; the zero Addr derives one from
+	// Salt (annotations.DeriveBind). Unused without Ports.
 	Addr netip.Addr
 	// Ports are the ports the relay listens on: the listen ports of the
 	// pod's reverse forwards, each once. Empty for a job with a SOCKS
@@ -72,6 +75,27 @@ type ReverseJob struct {
 	// Timeout bounds the wait for the relay, the tunnel and the SOCKS
 	// proxy. If zero, 120s.
 	Timeout time.Duration
+	// Salt is the pod's secret (package salt) that names its socket
+	// directory and derives the relay's address: another user of the node,
+	// who sees the pod's UID in squeue, cannot take either before the job.
+	// Submit draws it for a new job and keeps it in the job directory, and
+	// reads it back from there for a job it adopts ("" for one submitted
+	// before salts); a script is rendered only with one.
+	Salt string
+}
+
+// SocketDir is the socket directory of the pod uid's job on the node: see
+// sitepath.SocketDir.
+func (r *ReverseJob) SocketDir(uid string) string {
+	return sitepath.SocketDir(r.SocketDirRoot, uid, r.Salt)
+}
+
+// relayAddr is the address the relay holds: Addr, or the one Salt derives.
+func (r *ReverseJob) relayAddr(uid string) (netip.Addr, error) {
+	if r.Addr.IsValid() {
+		return r.Addr, nil
+	}
+	return annotations.DeriveBind(uid, r.Salt)
 }
 
 // DefaultReverseTimeout is how long a job waits for its relay and tunnel
@@ -79,7 +103,8 @@ type ReverseJob struct {
 const DefaultReverseTimeout = 120 * time.Second
 
 // NewReverseJob is the job side of the reverse tunnel a pod asks for: its
-// SOCKS port and, when it has forwards, its relay address and relayPath, the
+// SOCKS port and, when it has forwards, the relay address it sets (none: one
+// is derived from the salt Submit draws) and relayPath, the
 // listen ports of its forwards and the names to map (its forwards' hosts but
 // for IP addresses and localhost, once each). A job with a SOCKS proxy only
 // has no relay: relayPath is not kept. It returns nil when r is nil or asks
@@ -129,19 +154,26 @@ func (r *ReverseJob) check(uid string) error {
 	case r.Timeout < 0:
 		return fmt.Errorf("reverse tunnel: negative timeout %v", r.Timeout)
 	}
+	if err := salt.Check(r.Salt); err != nil {
+		return fmt.Errorf("reverse tunnel: %w", err)
+	}
 	if err := CheckSocketDirRoot(r.SocketDirRoot, uid); err != nil {
 		return fmt.Errorf("reverse tunnel: %w", err)
 	}
 	if len(r.Ports) == 0 {
 		return nil
 	}
-	return r.checkForwards()
+	return r.checkForwards(uid)
 }
 
 // checkForwards checks what the relay and the hosts copy take: the relay's
 // address and path, the ports and the names.
-func (r *ReverseJob) checkForwards() error {
-	if err := annotations.CheckRelayAddr(r.Addr); err != nil {
+func (r *ReverseJob) checkForwards(uid string) error {
+	addr, err := r.relayAddr(uid)
+	if err != nil {
+		return fmt.Errorf("reverse tunnel: %w", err)
+	}
+	if err := annotations.CheckRelayAddr(addr); err != nil {
 		return fmt.Errorf("reverse tunnel: %w", err)
 	}
 	seen := make(map[uint16]bool, len(r.Ports))
@@ -176,8 +208,8 @@ type reverseData struct {
 	// RootCheck defines sluice_root_check (relay.RootCheckScript).
 	RootCheck string
 	Root      string // may be empty: the script then fails at start
-	UID       string
-	Timeout   int64 // seconds
+	Dir       string // the socket directory's name in Root
+	Timeout   int64  // seconds
 	// The relay, for forwards; all empty for a SOCKS proxy only.
 	Relay   string
 	Addr    string
@@ -201,6 +233,7 @@ type reverseData struct {
 	ExecHostsFile string
 }
 
+// newReverseData fills reverseData from r, which check has passed.
 func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	if r == nil {
 		return nil
@@ -211,7 +244,7 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	}
 	d := &reverseData{
 		RootCheck: relay.RootCheckScript,
-		Root:      r.SocketDirRoot, UID: uid, ExecHostsFile: execHostsFile,
+		Root:      r.SocketDirRoot, Dir: path.Base(r.SocketDir(uid)), ExecHostsFile: execHostsFile,
 		Timeout: int64((timeout + time.Second - 1) / time.Second),
 	}
 	if r.SocksPort != 0 {
@@ -220,7 +253,8 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	if len(r.Ports) == 0 {
 		return d
 	}
-	addr := r.Addr.Unmap().String()
+	relayAddr, _ := r.relayAddr(uid) // checked
+	addr := relayAddr.Unmap().String()
 	d.Relay, d.Addr, d.Ready = r.RelayPath, addr, relay.ReadyFile
 	ports := make([]string, 0, len(r.Ports))
 	for _, p := range r.Ports {

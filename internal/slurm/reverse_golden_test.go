@@ -86,11 +86,12 @@ func TestReverseGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("FromPod: %v", err)
 			}
-			r, err := annotations.Parse(pod.Annotations, pod.Namespace, string(pod.UID))
+			r, err := annotations.Parse(pod.Annotations, pod.Namespace)
 			if err != nil {
 				t.Fatalf("annotations.Parse: %v", err)
 			}
 			job.Reverse = NewReverseJob(r, "/tmp/sluice", "/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef")
+			job.Reverse.Salt = testSalt
 			if tc.rev != nil {
 				tc.rev(job.Reverse)
 			}
@@ -107,10 +108,6 @@ func TestReverseGolden(t *testing.T) {
 
 func TestNewReverseJob(t *testing.T) {
 	const uid = "0a1b2c3d-0000-4000-8000-000000000001"
-	bind, err := annotations.DeriveBind(uid)
-	if err != nil {
-		t.Fatal(err)
-	}
 	forwards := "redis:6379 minio:9000 7000:minio:9001 10.0.0.1:5432 LocalHost:8080"
 	tests := []struct {
 		name        string
@@ -119,11 +116,11 @@ func TestNewReverseJob(t *testing.T) {
 	}{
 		{"nil", nil, nil},
 		{"forwards", map[string]string{annotations.ReverseForwards: forwards}, &ReverseJob{
-			Addr: bind, Ports: []uint16{6379, 9000, 7000, 5432, 8080}, Names: []string{"redis", "minio"},
+			Ports: []uint16{6379, 9000, 7000, 5432, 8080}, Names: []string{"redis", "minio"},
 			SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
 		}},
 		{"forwards and socks", map[string]string{annotations.ReverseForwards: "redis:6379", annotations.ReverseSocksPort: "1080"}, &ReverseJob{
-			Addr: bind, Ports: []uint16{6379}, Names: []string{"redis"}, SocksPort: 1080,
+			Ports: []uint16{6379}, Names: []string{"redis"}, SocksPort: 1080,
 			SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
 		}},
 		// No relay: no address, relay path, ports or names.
@@ -137,7 +134,7 @@ func TestNewReverseJob(t *testing.T) {
 			var r *annotations.Reverse
 			if tt.annotations != nil {
 				var err error
-				if r, err = annotations.Parse(tt.annotations, "ns", uid); err != nil {
+				if r, err = annotations.Parse(tt.annotations, "ns"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -151,6 +148,7 @@ func TestNewReverseJob(t *testing.T) {
 			job := testJob()
 			job.UID = uid
 			job.Reverse = got
+			got.Salt = testSalt
 			if _, err := Script(job, ScriptOptions{JobDir: "/data/ns-uid", Runtime: RuntimeApptainer}); err != nil {
 				t.Errorf("Script: %v", err)
 			}
@@ -164,12 +162,13 @@ func TestReverseScriptTakes(t *testing.T) {
 		name string
 		rev  ReverseJob
 	}{
-		{"forwards", ReverseJob{Addr: netip.MustParseAddr("127.1.2.3"), Ports: []uint16{6379}, Names: []string{"redis"}, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay"}},
-		{"forwards and socks", ReverseJob{Addr: netip.MustParseAddr("127.1.2.3"), Ports: []uint16{6379}, SocksPort: 1080, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay"}},
-		{"socks only", ReverseJob{SocksPort: 1080, SocketDirRoot: "/tmp/s"}},
-		{"socks only, no root", ReverseJob{SocksPort: 65535}},
+		{"forwards", ReverseJob{Addr: netip.MustParseAddr("127.1.2.3"), Ports: []uint16{6379}, Names: []string{"redis"}, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay", Salt: testSalt}},
+		{"forwards, address from the salt", ReverseJob{Ports: []uint16{6379}, Names: []string{"redis"}, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay", Salt: testSalt}},
+		{"forwards and socks", ReverseJob{Addr: netip.MustParseAddr("127.1.2.3"), Ports: []uint16{6379}, SocksPort: 1080, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay", Salt: testSalt}},
+		{"socks only", ReverseJob{SocksPort: 1080, SocketDirRoot: "/tmp/s", Salt: testSalt}},
+		{"socks only, no root", ReverseJob{SocksPort: 65535, Salt: testSalt}},
 		// What only the relay takes is not used without forwards.
-		{"socks only ignores the relay", ReverseJob{SocksPort: 1, Addr: netip.MustParseAddr("127.0.0.1"), RelayPath: "relay", SocketDirRoot: "/tmp/s"}},
+		{"socks only ignores the relay", ReverseJob{SocksPort: 1, Addr: netip.MustParseAddr("127.0.0.1"), RelayPath: "relay", SocketDirRoot: "/tmp/s", Salt: testSalt}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,7 +198,10 @@ func TestReverseScriptRefuses(t *testing.T) {
 		{"addr of the node's resolver", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("127.0.0.53") }, "127.0.0.0/16"},
 		{"addr not loopback", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("10.0.0.1") }, "loopback"},
 		{"addr ipv6", func(r *ReverseJob) { r.Addr = netip.MustParseAddr("::1") }, "loopback"},
-		{"no addr", func(r *ReverseJob) { r.Addr = netip.Addr{} }, "loopback"},
+		{"no addr and no salt", func(r *ReverseJob) { r.Addr, r.Salt = netip.Addr{}, "" }, "salt has 0 characters"},
+		{"no salt", func(r *ReverseJob) { r.Salt = "" }, "salt has 0 characters"},
+		{"socks only, no salt", func(r *ReverseJob) { r.Ports, r.Names, r.SocksPort, r.Salt = nil, nil, 1080, "" }, "salt has 0 characters"},
+		{"salt not hex", func(r *ReverseJob) { r.Salt = "00112233445566778899aabbccddee'x" }, "salt holds a character"},
 		{"no ports", func(r *ReverseJob) { r.Ports = nil }, "no ports"},
 		{"port twice", func(r *ReverseJob) { r.Ports = []uint16{80, 80} }, "twice"},
 		{"port zero", func(r *ReverseJob) { r.Ports = []uint16{0} }, "zero"},
@@ -227,7 +229,7 @@ func TestReverseScriptRefuses(t *testing.T) {
 			job := testJob()
 			job.Reverse = &ReverseJob{
 				Addr: netip.MustParseAddr("127.1.2.3"), Ports: []uint16{6379}, Names: []string{"redis"},
-				SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
+				SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay", Salt: testSalt,
 			}
 			tt.edit(job.Reverse)
 			_, err := Script(job, ScriptOptions{JobDir: "/data/ns-uid", Runtime: RuntimeApptainer})

@@ -58,7 +58,7 @@ func TestRigReverseHostileRootRefused(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
 		}
-		if _, err := os.Lstat(path.Join(root, job.UID)); !os.IsNotExist(err) {
+		if _, err := os.Lstat(job.Reverse.SocketDir(job.UID)); !os.IsNotExist(err) {
 			t.Errorf("socket directory made in bob's root: %v", err)
 		}
 	})
@@ -105,8 +105,8 @@ func (e *rigEnv) upJob(t *testing.T, secs int) (*Job, JobRef, string) {
 	relayPath := placeRigRelay(t, e)
 	node := nodeClient(t, e)
 	job := e.reverseJob(t, relayPath, "echo started; sleep "+strconv.Itoa(secs)+"; echo slept")
-	dir := path.Join(job.Reverse.SocketDirRoot, job.UID)
 	ref := e.submit(t, job)
+	dir := job.Reverse.SocketDir(job.UID)
 	waitOnNode(t, node, "relay ready", "test -f "+dir+"/"+relay.ReadyFile)
 	ln, err := node.ListenUnix(path.Join(dir, relay.SocketName(6379)))
 	if err != nil {
@@ -127,7 +127,7 @@ func TestRigReverseHostileDirRenamed(t *testing.T) {
 	job, ref, dir := e.upJob(t, 20)
 	alice := nodeClient(t, e)
 	bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
-	addr := job.Reverse.Addr.String()
+	addr := relayAddrOf(t, job).String()
 	ping := "printf 'PING\\r\\n' | socat -T 3 - TCP:" + addr + ":6379"
 	if out := waitOnNode(t, alice, "redis through the relay", ping+" | grep -q PONG && echo ok"); out != "ok\n" {
 		t.Fatalf("through the relay before: %q", out)
@@ -197,5 +197,56 @@ func TestRigReverseHostileRelayKilled(t *testing.T) {
 	}
 	if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); strings.Contains(got, "slept") {
 		t.Errorf("the client ran to its end without the relay: %q", got)
+	}
+}
+
+// TestRigReverseHostilePredictedNames: bob reads the pod UID in squeue, as
+// every user of the site can, and takes first what it used to name: he makes
+// <SocketDirRoot>/<uid> and binds the address the UID alone hashed to, on
+// the port the job asks for. The job's names come from its salt instead, so
+// it runs and reaches Redis through its relay all the same.
+func TestRigReverseHostilePredictedNames(t *testing.T) {
+	e := newRigEnv(t, RuntimeCharliecloud)
+	relayPath := placeRigRelay(t, e)
+	alice := nodeClient(t, e)
+	bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
+	job := e.reverseJob(t, relayPath, "printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
+	guessDir, guessAddr := predictable(t, job.Reverse.SocketDirRoot, job.UID)
+
+	if out, err := onNode(bob, "mkdir -m 755 "+guessDir); err != nil {
+		t.Fatalf("bob makes %s: %v: %s", guessDir, err, out)
+	}
+	t.Cleanup(func() { os.RemoveAll(guessDir) })
+	// socat holds the port until the test kills it, by its PID.
+	out, err := onNode(bob, "timeout 300 socat -u TCP-LISTEN:6379,bind="+guessAddr+",reuseaddr,fork /dev/null </dev/null >/dev/null 2>&1 & echo $!")
+	pid, perr := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || perr != nil {
+		t.Fatalf("bob binds %s:6379: %q, %v", guessAddr, out, err)
+	}
+	t.Cleanup(func() { onNode(bob, "kill "+strconv.Itoa(pid)) })
+	waitOnNode(t, bob, "bob's listener on "+guessAddr, "timeout 1 socat -u TCP-LISTEN:6379,bind="+guessAddr+" /dev/null 2>&1 | grep -q 'Address already in use'")
+
+	ref := e.submit(t, job)
+	dir := job.Reverse.SocketDir(job.UID)
+	if dir == guessDir || relayAddrOf(t, job).String() == guessAddr {
+		t.Fatalf("the job's names %s, %v are the ones its uid gives", dir, relayAddrOf(t, job))
+	}
+	waitOnNode(t, alice, "relay ready", "test -f "+dir+"/"+relay.ReadyFile)
+	ln, err := alice.ListenUnix(path.Join(dir, relay.SocketName(6379)))
+	if err != nil {
+		t.Fatalf("remote forward: %v", err)
+	}
+	forwardTo(t, ln, e.rig.Get(t, "RIG_REDIS_ADDR"))
+
+	st := e.wait(t, ref, "final", final)
+	if st.State != StateCompleted || st.Exit == nil || st.Exit.Code != 0 {
+		t.Errorf("status %+v; want COMPLETED with 0: bob's directory and address are not the job's", st)
+	}
+	if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != "+PONG\r\n+OK\r\n" {
+		t.Errorf("client log %q; want Redis's PONG through the relay", got)
+	}
+	if t.Failed() {
+		b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+		t.Logf("job.out:\n%s", b)
 	}
 }

@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
@@ -194,12 +193,9 @@ func forwardTo(t *testing.T, ln net.Listener, addr string) {
 func (e *rigEnv) reverseJob(t *testing.T, relayPath string, client string) *Job {
 	t.Helper()
 	job := e.shJob(t, nil, [][2]string{{"client", client}})
-	addr, err := annotations.DeriveBind(job.UID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// No Addr: Submit draws the pod's salt, which derives it.
 	job.Reverse = &ReverseJob{
-		Addr: addr, Ports: []uint16{6379}, Names: []string{"redis"},
+		Ports: []uint16{6379}, Names: []string{"redis"},
 		SocketDirRoot: e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), RelayPath: relayPath, Timeout: time.Minute,
 	}
 	return job
@@ -210,8 +206,8 @@ func TestRigReverseReachesRedisByName(t *testing.T) {
 	relayPath := placeRigRelay(t, e)
 	node := nodeClient(t, e)
 	job := e.reverseJob(t, relayPath, "head -n 2 /etc/hosts; printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
-	dir := path.Join(job.Reverse.SocketDirRoot, job.UID)
 	ref := e.submit(t, job)
+	dir := job.Reverse.SocketDir(job.UID)
 
 	// The shadow's part: once the job has made the socket directory, a
 	// remote forward from its socket to Redis.
@@ -231,7 +227,7 @@ func TestRigReverseReachesRedisByName(t *testing.T) {
 	if st.State != StateCompleted || st.Exit == nil || st.Exit.Code != 0 {
 		t.Errorf("status %+v; want COMPLETED with 0", st)
 	}
-	want := "# sluice: the reverse tunnel\n" + job.Reverse.Addr.String() + " redis\n+PONG\r\n+OK\r\n"
+	want := "# sluice: the reverse tunnel\n" + relayAddrOf(t, job).String() + " redis\n+PONG\r\n+OK\r\n"
 	if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != want {
 		t.Errorf("client log %q; want %q", got, want)
 	}
@@ -267,7 +263,7 @@ func TestRigReverseWithoutTunnelFails(t *testing.T) {
 	job.Reverse.Timeout = 3 * time.Second
 	ref := e.submit(t, job)
 	out := e.failedJobOut(t, ref)
-	want := "sluice: reverse tunnel not up after 3s in " + path.Join(job.Reverse.SocketDirRoot, job.UID) +
+	want := "sluice: reverse tunnel not up after 3s in " + job.Reverse.SocketDir(job.UID) +
 		": the tunnel's sockets are missing: rev-6379.sock"
 	if !strings.Contains(out, want) || strings.Contains(out, "relay is not ready") {
 		t.Errorf("job.out:\n%s\nwant it to hold %q, and not that the relay is not ready", out, want)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/relay"
+	"github.com/sluice-hpc/sluice/internal/salt"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 )
 
@@ -59,7 +60,7 @@ func newReverseSetup(t *testing.T, relayBin string) *reverseSetup {
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
 	}
-	addr, err := annotations.DeriveBind(hex.EncodeToString(b[:]))
+	addr, err := annotations.DeriveBind(hex.EncodeToString(b[:]), salt.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +71,11 @@ func newReverseSetup(t *testing.T, relayBin string) *reverseSetup {
 func (s *reverseSetup) reverse(names ...string) *ReverseJob {
 	return &ReverseJob{
 		Addr: s.addr, Ports: []uint16{6379, 9000}, Names: names,
-		SocketDirRoot: s.root, RelayPath: s.relay, Timeout: 20 * time.Second,
+		SocketDirRoot: s.root, RelayPath: s.relay, Timeout: 20 * time.Second, Salt: salt.New(),
 	}
 }
 
-func (s *reverseSetup) dir(job *Job) string { return filepath.Join(s.root, job.UID) }
+func (s *reverseSetup) dir(job *Job) string { return job.Reverse.SocketDir(job.UID) }
 
 // startTunnel plays the pod's shadow: once the relay is ready in dir, it
 // listens on rev-<port>.sock for each port and hands every connection to

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/salt"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 )
 
@@ -23,7 +24,7 @@ import (
 // shows the socket directory's mode.
 func socksJob(s *reverseSetup, port uint16, timeout time.Duration) *Job {
 	job := testJob()
-	job.Reverse = &ReverseJob{SocksPort: port, SocketDirRoot: s.root, Timeout: timeout}
+	job.Reverse = &ReverseJob{SocksPort: port, SocketDirRoot: s.root, Timeout: timeout, Salt: salt.New()}
 	job.Containers = []Container{sh("main", "ls -ldn "+s.dir(job)+" | awk '{ print $1 }'")}
 	return job
 }

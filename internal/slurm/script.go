@@ -38,8 +38,10 @@ type ScriptOptions struct {
 // Script renders the batch script of job. The script (POSIX sh):
 //
 //   - names the job after the pod UID, sends its own output to job.out, runs
-//     in the job directory, carries "<namespace>/<name>" as its comment, and
-//     asks for the job's resources and extra flags in #SBATCH lines;
+//     in the job directory, carries the comment the site's template gives
+//     (SiteOptions.Comment; none by default: squeue shows comments to every
+//     user of the site), and asks for the job's resources and extra flags in
+//     #SBATCH lines;
 //   - writes job.id; for a job with a reverse tunnel (Job.Reverse), makes
 //     its socket directory, starts its relay and waits for the tunnel (see
 //     ReverseJob); runs the pre-exec snippet as it is (eval), in the
@@ -77,6 +79,7 @@ type scriptData struct {
 	CommandPrefix        string
 	FlavorFlags          []string
 	UID, Namespace, Name string
+	Comment              string // sbatch --comment, "" for none
 	JobDir               string
 	Resources            Resources
 	Time                 string // --time, empty for none
@@ -162,10 +165,14 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 	if shell == "" {
 		shell = "/bin/sh"
 	}
+	comment, err := jobComment(opts.Site.Comment, job.Namespace, job.Name)
+	if err != nil {
+		return nil, err
+	}
 	d := &scriptData{
 		MPI:   job.MPI,
 		Shell: shell, CommandPrefix: opts.Site.CommandPrefix, FlavorFlags: job.FlavorFlags,
-		UID: job.UID, Namespace: job.Namespace, Name: job.Name,
+		UID: job.UID, Namespace: job.Namespace, Name: job.Name, Comment: comment,
 		JobDir:    opts.JobDir,
 		Resources: job.Resources,
 		Time:      slurmTime(job.Resources.TimeLimit),

@@ -39,6 +39,9 @@ type SiteOptions struct {
 	// Probes runs the containers' probes and lifecycle hooks in the job
 	// (EnableProbes).
 	Probes bool
+	// Comment is the template of the jobs' comment (Site.JobComment), with
+	// the placeholders {namespace} and {name}; "" gives the jobs none.
+	Comment string
 }
 
 // Flavor is a flavor made ready for jobs.
@@ -62,8 +65,12 @@ func NewSiteOptions(s config.Site) (SiteOptions, error) {
 	o := SiteOptions{
 		DefaultFlavor: p.DefaultFlavor, CommandPrefix: p.CommandPrefix, Shell: p.BashPath,
 		NoPodData: !p.ExportsPodData(), ImagePrefix: p.ImageRoot(), Probes: p.EnableProbes,
+		Comment: s.JobComment,
 	}
 	var errs []error
+	if err := checkCommentTemplate(s.JobComment); err != nil {
+		errs = append(errs, fmt.Errorf("Site.JobComment: %w", err))
+	}
 	rt := Runtime(s.ContainerRuntime)
 	if rt == RuntimeApptainer || rt == RuntimeSingularity {
 		o.RuntimePath = p.SingularityPath

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-hpc/sluice/internal/salt"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -38,11 +39,13 @@ func parseSbatch(out []byte) (JobID, error) {
 // Submit submits job as a batch job named after its pod UID, once: a job
 // whose directory holds a job.id, or that Slurm knows by name, is adopted
 // instead. Otherwise Submit writes the job directory (its files and job.sh),
-// runs sbatch and records the job ID in job.id. A job that cannot be
-// submitted whatever the site does gives a *PodError (one whose script
-// does not render), or a *RefusedError when sbatch refuses it for what it
-// holds (its script, an option or a value): submitting it again cannot
-// succeed.
+// runs sbatch and records the job ID in job.id. For a job with a reverse
+// tunnel it sets job.Reverse.Salt: a new one, written to the job directory
+// before sbatch runs, or the one an adopted job was submitted with, read
+// back from there. A job that cannot be submitted whatever the site does
+// gives a *PodError (one whose script does not render), or a *RefusedError
+// when sbatch refuses it for what it holds (its script, an option or a
+// value): submitting it again cannot succeed.
 func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 	if err := c.check(); err != nil {
 		return "", err
@@ -59,7 +62,13 @@ func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
 		return "", err
 	}
 	if id != "" {
-		return id, nil
+		if job.Reverse != nil {
+			job.Reverse.Salt, err = c.readSalt(ctx, dir)
+		}
+		return id, err
+	}
+	if job.Reverse != nil {
+		job.Reverse.Salt = salt.New()
 	}
 	script, err := c.writeJob(ctx, job, dir)
 	if err != nil {
@@ -171,6 +180,27 @@ func (c *Client) readID(ctx context.Context, dir string) (JobID, error) {
 	return id, nil
 }
 
+// readSalt reads the salt an adopted job was submitted with (saltFile). A
+// job submitted before salts has none: "" names its socket directory by
+// its pod UID, as its script does. One that is not a salt (the job, which
+// runs as the same user, could write it) is an error: the shadow would look
+// for the tunnel's sockets in the wrong place.
+func (c *Client) readSalt(ctx context.Context, dir string) (string, error) {
+	data, err := c.Site.ReadAt(ctx, path.Join(dir, saltFile), 0, salt.Len+2)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.logger().Warn("slurm: adopted job has no salt: its socket directory is named by its pod uid", "dir", dir)
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", saltFile, err)
+	}
+	s := strings.TrimSuffix(string(data), "\n")
+	if err := salt.Check(s); err != nil {
+		return "", fmt.Errorf("read %s in %s: %w", saltFile, dir, err)
+	}
+	return s, nil
+}
+
 func (c *Client) writeID(ctx context.Context, dir string, id JobID) error {
 	if err := c.Site.WriteFile(ctx, path.Join(dir, jobIDFile), []byte(string(id)+"\n"), idMode); err != nil {
 		return fmt.Errorf("write %s of job %s: %w", jobIDFile, id, err)
@@ -189,6 +219,11 @@ func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, er
 	}
 	if err := c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create job directory: %w", err)
+	}
+	if job.Reverse != nil {
+		if err := c.Site.WriteFile(ctx, path.Join(dir, saltFile), []byte(job.Reverse.Salt+"\n"), fileMode); err != nil {
+			return nil, fmt.Errorf("write %s: %w", saltFile, err)
+		}
 	}
 	made := map[string]bool{dir: true}
 	for _, f := range job.Files {
@@ -219,7 +254,7 @@ func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, er
 
 // reserved are the names in the job directory that Submit and the script
 // write themselves.
-var reserved = map[string]bool{scriptFile: true, jobIDFile: true, jobExit: true, jobOut: true}
+var reserved = map[string]bool{scriptFile: true, jobIDFile: true, jobExit: true, jobOut: true, saltFile: true}
 
 // jobFilePath checks the path of a job file: relative, clean, inside the job
 // directory, and none of the script's own files.

@@ -18,7 +18,9 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // probeScript runs in a job with a reverse tunnel to Redis (bare name) and
@@ -130,10 +132,13 @@ func TestReverseTunnelReachesServicesByName(t *testing.T) {
 		e.waitTunnel(n, corev1.ConditionTrue, "reverse up on node ")
 	}
 
-	// Each pod has its own relay address.
+	// Each pod has its own relay address, from its salt (kept in its job
+	// directory), not from its UID alone.
 	var addrs []string
+	salts := map[types.UID]string{}
 	for _, p := range pods {
-		a, err := annotations.DeriveBind(string(p.UID))
+		salts[p.UID] = e.podSalt(t, p)
+		a, err := annotations.DeriveBind(string(p.UID), salts[p.UID])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +153,7 @@ func TestReverseTunnelReachesServicesByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pods[0].UID))
+	dir := sitepath.SocketDir(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pods[0].UID), salts[pods[0].UID])
 	checkOwned(t, dir, os.ModeDir|0o700, uid)
 	for _, port := range []int{6379, 443} {
 		checkOwned(t, filepath.Join(dir, fmt.Sprintf("rev-%d.sock", port)), os.ModeSocket|0o600, uid)
@@ -230,7 +235,9 @@ func TestReverseTunnelAfterRequeue(t *testing.T) {
 	running := e.waitPod("rev-rq", "Running", 120*time.Second, phaseIs(corev1.PodRunning))
 	e.waitTick("rev-rq", -1, "says +PONG", 120*time.Second)
 	e.waitEvent(pod, "reverse tunnel up")
-	dir := filepath.Join(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pod.UID))
+	// The salt, kept in the job directory, names the same directory for
+	// the second run.
+	dir := sitepath.SocketDir(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pod.UID), e.podSalt(t, pod))
 	inode := func() uint64 {
 		fi, err := os.Stat(dir)
 		if err != nil {
@@ -304,4 +311,14 @@ func TestReverseTunnelOverSrun(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "login node (srun)") {
 		t.Errorf("ssh-reverse logs do not show the srun carrier (%v):\n%s", err, b)
 	}
+}
+
+// podSalt is the salt sluice-vk drew for pod, read from its job directory.
+func (e *env) podSalt(t *testing.T, pod *corev1.Pod) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.rig.Get(t, "RIG_DATA_ROOT"), pod.Namespace+"-"+string(pod.UID), "tunnel.salt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -3,7 +3,6 @@
 #SBATCH --output=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --error=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --chdir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
-#SBATCH --comment=default/hello
 
 # Rendered by sluice: the batch script of pod
 # default/hello
@@ -414,7 +413,7 @@ sluice_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice.XXXXXX") || sluice_fail 1 "cannot
 # forwards, the relay and the tunnel's sockets, which the pod's shadow makes
 # over SSH; the SOCKS proxy on 127.0.0.1, which the shadow opens over SSH.
 sluice_rev_root=''
-sluice_rev_dir=$sluice_rev_root/0a1b2c3d-0000-4000-8000-000000000001
+sluice_rev_dir=$sluice_rev_root/e7635fd280c28aa256253decb3398ff4
 sluice_rev_ready_file=rev-relay.ready
 sluice_relay=/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef
 for sluice_tool in date id ls pwd tee; do
@@ -434,16 +433,16 @@ case $sluice_hosts in
 *[:,]*) sluice_fail 1 "reverse tunnel: the hosts file $sluice_hosts holds ':' or ',', which a bind cannot take: set TMPDIR to another directory" ;;
 esac
 {
-	printf '%s\n' '# sluice: the reverse tunnel' '127.239.59.51 redis' '127.239.59.51 minio.storage.svc.cluster.local'
+	printf '%s\n' '# sluice: the reverse tunnel' '127.120.240.157 redis' '127.120.240.157 minio.storage.svc.cluster.local'
 	cat /etc/hosts
 } >"$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot copy /etc/hosts to $sluice_hosts"
 chmod 644 "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot make $sluice_hosts readable"
 # kubectl exec binds it too: it finds it named here.
 sluice_put "$sluice_dir/exec.hosts" "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot record the hosts file for exec"
-sluice_rev_start_relay 127.239.59.51 6379,9000,53,5000,6380
+sluice_rev_start_relay 127.120.240.157 6379,9000,53,5000,6380
 sluice_rev_wait 120 rev-6379.sock rev-9000.sock rev-53.sock rev-5000.sock rev-6380.sock
 sluice_rev_up=1
-printf 'sluice: reverse tunnel up: relay on %s, ports %s, sockets in %s\n' 127.239.59.51 6379,9000,53,5000,6380 "$sluice_rev_dir" >&2
+printf 'sluice: reverse tunnel up: relay on %s, ports %s, sockets in %s\n' 127.120.240.157 6379,9000,53,5000,6380 "$sluice_rev_dir" >&2
 
 # The hosts copy goes over the containers' /etc/hosts. Apptainer reads
 # SINGULARITY_BIND only while APPTAINER_BIND is unset, so APPTAINER_BIND

@@ -3,7 +3,6 @@
 #SBATCH --output=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --error=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --chdir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
-#SBATCH --comment=default/hello
 
 # Rendered by sluice: the batch script of pod
 # default/hello
@@ -372,7 +371,7 @@ sluice_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice.XXXXXX") || sluice_fail 1 "cannot
 # forwards, the relay and the tunnel's sockets, which the pod's shadow makes
 # over SSH; the SOCKS proxy on 127.0.0.1, which the shadow opens over SSH.
 sluice_rev_root=/tmp/sluice
-sluice_rev_dir=$sluice_rev_root/0a1b2c3d-0000-4000-8000-000000000001
+sluice_rev_dir=$sluice_rev_root/e7635fd280c28aa256253decb3398ff4
 sluice_rev_socks_port=1080
 sluice_rev_socks_hex=0438
 for sluice_tool in date id ls pwd; do

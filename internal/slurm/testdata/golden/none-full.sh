@@ -3,7 +3,6 @@
 #SBATCH --output=/scratch/alice/.sluice/team-a-6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b/job.out
 #SBATCH --error=/scratch/alice/.sluice/team-a-6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b/job.out
 #SBATCH --chdir=/scratch/alice/.sluice/team-a-6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
-#SBATCH --comment=team-a/train-7f9c
 #SBATCH --cpus-per-task=4
 #SBATCH --mem=1536M
 #SBATCH --gres=gpu:1

@@ -3,7 +3,6 @@
 #SBATCH --output=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --error=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --chdir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
-#SBATCH --comment=default/hello
 
 # Rendered by sluice: the batch script of pod
 # default/hello

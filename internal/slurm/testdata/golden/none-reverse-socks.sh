@@ -3,7 +3,6 @@
 #SBATCH --output=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --error=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/job.out
 #SBATCH --chdir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
-#SBATCH --comment=default/hello
 
 # Rendered by sluice: the batch script of pod
 # default/hello
@@ -454,7 +453,7 @@ sluice_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice.XXXXXX") || sluice_fail 1 "cannot
 # forwards, the relay and the tunnel's sockets, which the pod's shadow makes
 # over SSH; the SOCKS proxy on 127.0.0.1, which the shadow opens over SSH.
 sluice_rev_root=/tmp/sluice
-sluice_rev_dir=$sluice_rev_root/0a1b2c3d-0000-4000-8000-000000000001
+sluice_rev_dir=$sluice_rev_root/e7635fd280c28aa256253decb3398ff4
 sluice_rev_ready_file=rev-relay.ready
 sluice_relay=/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef
 sluice_rev_socks_port=1080
@@ -468,11 +467,11 @@ fi
 sluice_uid=$(id -u) || sluice_fail 1 "reverse tunnel: cannot tell the user id"
 sluice_rev_check_root "$sluice_rev_root"
 sluice_rev_make_dir "$sluice_rev_dir"
-printf 'sluice: warning: the none runtime cannot remap /etc/hosts: %s do not resolve to the relay; reach them at %s on their ports\n' 'redis minio.storage.svc.cluster.local' 127.239.59.51 >&2
-sluice_rev_start_relay 127.239.59.51 6379,9000,53,5000,6380
+printf 'sluice: warning: the none runtime cannot remap /etc/hosts: %s do not resolve to the relay; reach them at %s on their ports\n' 'redis minio.storage.svc.cluster.local' 127.120.240.157 >&2
+sluice_rev_start_relay 127.120.240.157 6379,9000,53,5000,6380
 sluice_rev_wait 120 rev-6379.sock rev-9000.sock rev-53.sock rev-5000.sock rev-6380.sock
 sluice_rev_up=1
-printf 'sluice: reverse tunnel up: relay on %s, ports %s, sockets in %s\n' 127.239.59.51 6379,9000,53,5000,6380 "$sluice_rev_dir" >&2
+printf 'sluice: reverse tunnel up: relay on %s, ports %s, sockets in %s\n' 127.120.240.157 6379,9000,53,5000,6380 "$sluice_rev_dir" >&2
 printf 'sluice: reverse tunnel: the SOCKS proxy is on 127.0.0.1:%s, open to every user of this node\n' 1080 >&2
 
 # Containers, all together.
