@@ -34,6 +34,12 @@ func render(t *testing.T, name string, args ...string) rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decode(t, out)
+}
+
+// decode sorts the objects of a `helm template` output by kind.
+func decode(t *testing.T, out string) rendered {
+	t.Helper()
 	var r rendered
 	for _, doc := range strings.Split(out, "\n---\n") {
 		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
