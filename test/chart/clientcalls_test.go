@@ -288,6 +288,14 @@ func (a *analysis) file(f *ast.File) {
 		}
 		return true
 	})
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if o := a.info.Uses[id]; o != nil && o.Pkg() != nil && unfollowed(o) {
+				a.fail(id, "%s.%s makes requests this test cannot follow: use a typed client", o.Pkg().Path(), o.Name())
+			}
+		}
+		return true
+	})
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Body == nil {
@@ -547,6 +555,20 @@ func (a *analysis) scopeOf(e ast.Expr, depth int) scope {
 		}
 	}
 	return scope{kind: anyNamespace}
+}
+
+// unfollowed says whether o is a client whose requests are not typed:
+// dynamic, metadata and discovery clients, a REST client made from a
+// rest.Config.
+func unfollowed(o types.Object) bool {
+	switch o.Pkg().Path() {
+	case "k8s.io/client-go/dynamic", "k8s.io/client-go/metadata", "k8s.io/client-go/discovery":
+		_, isFunc := o.(*types.Func)
+		return isFunc
+	case "k8s.io/client-go/rest":
+		return strings.HasPrefix(o.Name(), "RESTClientFor") || o.Name() == "UnversionedRESTClientFor"
+	}
+	return false
 }
 
 // isClient says whether t is one of client-go's clientsets or typed
