@@ -44,7 +44,7 @@ func TestAdmissionPolicyConfinesServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
-	policies := 0
+	var policies []string
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
 		if err != nil {
@@ -53,7 +53,7 @@ func TestAdmissionPolicyConfinesServiceAccount(t *testing.T) {
 		vap := admin.AdmissionregistrationV1()
 		switch o := obj.(type) {
 		case *admissionv1.ValidatingAdmissionPolicy:
-			policies++
+			policies = append(policies, o.Name)
 			if _, err := vap.ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create policy %s: %v", o.Name, err)
 			}
@@ -67,8 +67,29 @@ func TestAdmissionPolicyConfinesServiceAccount(t *testing.T) {
 			t.Fatalf("unexpected %T in templates/admissionpolicy.yaml", obj)
 		}
 	}
-	if policies != 2 {
-		t.Fatalf("%d policies rendered; want 2 (pods, tokens)", policies)
+	if len(policies) != 2 {
+		t.Fatalf("%d policies rendered; want 2 (pods, tokens)", len(policies))
+	}
+	// the API server type-checks each expression against the pod and
+	// TokenRequest schemas: a misspelt field is a warning there
+	for _, name := range policies {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			p, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status.ObservedGeneration == p.Generation {
+				if tc := p.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+					t.Errorf("policy %s: type-checking warnings %+v", name, tc.ExpressionWarnings)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("policy %s not type-checked after 20 s", name)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	}
 
 	vk := confinedClient(t, admin, kubeconfig, ns, sa)
