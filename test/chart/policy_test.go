@@ -28,7 +28,7 @@ func TestNetworkPolicy(t *testing.T) {
 	}
 	np := r.netPolicies[0]
 	d := r.deployments[0]
-	if np.Namespace != "" && np.Namespace != "sluice-system" || !maps.Equal(np.Spec.PodSelector.MatchLabels, d.Spec.Selector.MatchLabels) {
+	if np.Namespace != "sluice-system" || !maps.Equal(np.Spec.PodSelector.MatchLabels, d.Spec.Selector.MatchLabels) {
 		t.Errorf("policy selects %v; want sluice-vk's pods %v", np.Spec.PodSelector.MatchLabels, d.Spec.Selector.MatchLabels)
 	}
 	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != 2 {
