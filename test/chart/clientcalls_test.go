@@ -88,8 +88,6 @@ type use struct {
 type handoff struct {
 	rights []right
 	scope  scope
-	// inherit takes the scope from the client handed over instead.
-	inherit bool
 }
 
 // handoffs are the libraries' calls, read from their source at the
@@ -497,12 +495,8 @@ func (a *analysis) handedOff(fn string, e ast.Expr, key string) {
 		return
 	}
 	for _, h := range hs {
-		s := h.scope
-		if h.inherit {
-			s = a.scopeOf(e, 0)
-		}
 		for _, r := range h.rights {
-			a.add(fn, e, r, s)
+			a.add(fn, e, r, h.scope)
 		}
 	}
 }
