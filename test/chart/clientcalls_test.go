@@ -188,6 +188,10 @@ type listed struct {
 	Module     *struct{ Path string }
 }
 
+// analyse type-checks the packages of this module that sluice-vk links,
+// against the export data `go list -export` leaves for their dependencies
+// (no source of client-go or virtual-kubelet is read), and collects their
+// requests.
 func analyse() ([]use, error) {
 	cmd := exec.Command("go", "list", "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,CgoFiles,Module", "./cmd/sluice-vk")
 	cmd.Dir = root
