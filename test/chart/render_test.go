@@ -7,8 +7,10 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"go.yaml.in/yaml/v3"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +24,9 @@ type rendered struct {
 	secrets      []*corev1.Secret
 	clusterRoles []*rbacv1.ClusterRole
 	roles        []*rbacv1.Role
+	netPolicies  []*networkingv1.NetworkPolicy
+	vaps         []*admissionv1.ValidatingAdmissionPolicy
+	vapBindings  []*admissionv1.ValidatingAdmissionPolicyBinding
 	other        []string // kinds outside the client-go scheme
 	// hooks are the objects of Helm hooks (helm.sh/hook), apart from
 	// sluice-vk's own
@@ -34,6 +39,12 @@ func render(t *testing.T, name string, args ...string) rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decode(t, out)
+}
+
+// decode sorts the objects of a `helm template` output by kind.
+func decode(t *testing.T, out string) rendered {
+	t.Helper()
 	var r rendered
 	for _, doc := range strings.Split(out, "\n---\n") {
 		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
@@ -66,6 +77,12 @@ func render(t *testing.T, name string, args ...string) rendered {
 			r.clusterRoles = append(r.clusterRoles, o)
 		case *rbacv1.Role:
 			r.roles = append(r.roles, o)
+		case *networkingv1.NetworkPolicy:
+			r.netPolicies = append(r.netPolicies, o)
+		case *admissionv1.ValidatingAdmissionPolicy:
+			r.vaps = append(r.vaps, o)
+		case *admissionv1.ValidatingAdmissionPolicyBinding:
+			r.vapBindings = append(r.vapBindings, o)
 		}
 	}
 	return r

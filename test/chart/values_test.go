@@ -21,6 +21,8 @@ func TestWrongValuesRefused(t *testing.T) {
 		{"lease duration not a duration", []string{"--set", "leaderElection.leaseDuration=15"}, "/leaderElection/leaseDuration"},
 		{"runtime not known", []string{"--set", "config.Site.ContainerRuntime=docker"}, "/config/Site/ContainerRuntime"},
 		{"log format", []string{"--set", "log.format=xml"}, "/log/format"},
+		{"network policy peer not a peer", []string{"--set", "networkPolicy.kubeletAPIFrom[0].cidr=10.0.0.0/8"}, "/networkPolicy/kubeletAPIFrom/0"},
+		{"admission policy not a boolean", []string{"--set-string", "admissionPolicy.enabled=yes"}, "/admissionPolicy/enabled"},
 		{"tunnel flag not a bool", []string{"--set-string", "config.Network.EnableTunnel=yes"}, "/config/Network/EnableTunnel"},
 		{"tenant namespace not a label", []string{"--set", "config.Network.TenantNamespace=Team_A"}, "/config/Network/TenantNamespace"},
 	} {

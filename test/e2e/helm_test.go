@@ -257,9 +257,10 @@ func forbidden(lines []logLine) []string {
 // tenant namespace, reaches Redis and is reached through the shadow; a pod of
 // another namespace is refused; no call is refused by RBAC. Then, with the
 // tenant Role's binding removed, the shadow of a new pod cannot be made and
-// sluice-vk says so in its log, loudly.
+// sluice-vk says so in its log, loudly. The chart's admission policies are
+// on: none of these calls is refused by them either.
 func TestHelmInstallConfined(t *testing.T) {
-	r := installChart(t, true, "")
+	r := installChart(t, true, "admissionPolicy:\n  enabled: true\n")
 	e := r.e
 	ctx := context.Background()
 
@@ -438,10 +439,10 @@ leaderElection:
 // TestHelmInstallCluster: the chart for a node that is not confined: with
 // the ClusterRole's rights, sluice-vk makes the shadow namespace, copies the
 // credentials the chart made in its own namespace there, and the pod's
-// forward and reverse tunnels work; no call is refused by RBAC. helm
-// uninstall deletes the copies.
+// forward and reverse tunnels work; no call is refused by RBAC nor by the
+// chart's admission policies (on). helm uninstall deletes the copies.
 func TestHelmInstallCluster(t *testing.T) {
-	r := installChart(t, false, "")
+	r := installChart(t, false, "admissionPolicy:\n  enabled: true\n")
 	e := r.e
 	e.runTunnels(e.ns + shadow.ShadowSuffix)
 	ctx := context.Background()

@@ -146,3 +146,40 @@ on a node that is not confined, with the tunnel on and ReplicateCredentials
 {{- join "," $names -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The rules of the namespaces of the node's pods and of their shadows:
+cluster-wide on a node that is not confined, in the tenant namespace's Role
+on a confined one. */}}
+{{- define "sluice.podRules" }}
+  # the service account tokens of the pods (projected volumes), bound to
+  # the pod
+  - apiGroups: [""]
+    resources: [serviceaccounts/token]
+    verbs: [create]
+  # the shadows' Deployment, Service, node ConfigMap and credentials
+  # (copied, or the published key); the pods' ConfigMaps and Secrets read
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [get, list, create, update, patch, delete]
+  - apiGroups: [""]
+    resources: [secrets]
+    verbs: [get, create, update, delete]
+  - apiGroups: [""]
+    resources: [services]
+    verbs: [get, list, create, update, delete]
+  - apiGroups: [apps]
+    resources: [deployments]
+    verbs: [get, list, create, update, delete]
+  # the node's pods: the job finalizer, deletion once the job is cleaned up;
+  # the shadow pods: nudged to read their node, their readiness gate, the
+  # kept containers' logs
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [patch, delete]
+  - apiGroups: [""]
+    resources: [pods/status]
+    verbs: [patch]
+  - apiGroups: [""]
+    resources: [pods/log]
+    verbs: [get]
+{{- end -}}
