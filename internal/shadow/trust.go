@@ -47,13 +47,14 @@ const (
 func RecordName(ns string) string { return recordPrefix + ns }
 
 // trust is what a Manager knows of the shadow namespaces: those found
-// trusted (name → UID), and a lock a namespace so that one Ensure creates
-// and records it while the others wait, instead of finding it made and not
-// yet recorded.
+// trusted (name → UID), those it created and could not record yet, and a
+// lock a namespace so that one Ensure creates and records it while the
+// others wait, instead of finding it made and not yet recorded.
 type trust struct {
-	mu      sync.Mutex
-	trusted map[string]types.UID
-	locks   map[string]*sync.Mutex
+	mu         sync.Mutex
+	trusted    map[string]types.UID
+	unrecorded map[string]types.UID
+	locks      map[string]*sync.Mutex
 }
 
 // lock locks the namespace ns and returns its unlock.
@@ -86,6 +87,25 @@ func (t *trust) remember(ns *corev1.Namespace) {
 		t.trusted = map[string]types.UID{}
 	}
 	t.trusted[ns.Name] = ns.UID
+	delete(t.unrecorded, ns.Name)
+}
+
+// created notes that this Manager created ns and could not record it yet.
+func (t *trust) created(ns *corev1.Namespace) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.unrecorded == nil {
+		t.unrecorded = map[string]types.UID{}
+	}
+	t.unrecorded[ns.Name] = ns.UID
+}
+
+// ours says whether this Manager created ns and could not record it yet.
+func (t *trust) ours(ns *corev1.Namespace) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	uid, ok := t.unrecorded[ns.Name]
+	return ok && uid == ns.UID
 }
 
 // ensureNamespace returns the shadow namespace ns when sluice may use it:
@@ -115,9 +135,11 @@ func (m *Manager) ensureNamespace(ctx context.Context, pod *corev1.Pod, ns strin
 	return got, nil
 }
 
-// createNamespace creates the shadow namespace ns and records it. A
-// namespace it cannot record is deleted again: left unrecorded, it would
-// be refused at the next attempt.
+// createNamespace creates the shadow namespace ns and records it. One it
+// cannot record is remembered as its own, and recorded at the next
+// attempt: only a sluice-vk stopping in between leaves it unrecorded (and
+// refused until an operator deletes it), since deleting it again would
+// need the right to delete any namespace.
 func (m *Manager) createNamespace(ctx context.Context, ns string) (*corev1.Namespace, error) {
 	want := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: ns,
@@ -143,11 +165,7 @@ func (m *Manager) createNamespace(ctx context.Context, ns string) (*corev1.Names
 		return nil, fmt.Errorf("shadow: create namespace %s: %w", ns, err)
 	}
 	if err := m.record(ctx, got); err != nil {
-		uid := got.UID
-		derr := m.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if derr != nil && !apierrors.IsNotFound(derr) {
-			return nil, errors.Join(err, fmt.Errorf("shadow: delete unrecorded namespace %s: %w", ns, derr))
-		}
+		m.trust.created(got)
 		return nil, err
 	}
 	m.trust.remember(got)
@@ -164,6 +182,13 @@ func (m *Manager) checkTrusted(ctx context.Context, ns *corev1.Namespace) error 
 	}
 	if ns.DeletionTimestamp != nil {
 		return fmt.Errorf("shadow: namespace %s is being deleted", ns.Name)
+	}
+	if m.trust.ours(ns) {
+		if err := m.record(ctx, ns); err != nil {
+			return err
+		}
+		m.trust.remember(ns)
+		return nil
 	}
 	if err := m.access(m.Spec.CredentialsNamespace); err != nil {
 		return err
