@@ -78,6 +78,34 @@ func deleteNamespaceAtEnd(t *testing.T, c kubernetes.Interface, ns string) {
 	})
 }
 
+// madeUpCredentials creates testSpec's credentials in credNS, with a key
+// that is no key (the tunnels are not started).
+func madeUpCredentials(t *testing.T, c kubernetes.Interface, credNS string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, create := range []func() error{
+		func() error {
+			_, err := c.CoreV1().Secrets(credNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hpc-ssh-key"},
+				Type: corev1.SecretTypeSSHAuth, Data: map[string][]byte{"ssh-privatekey": []byte("not a real key")}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-known-hosts"},
+				Data: map[string]string{"known_hosts": "10.251.1.2 ssh-ed25519 AAAA"}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-node-keys"},
+				Data: map[string]string{"known_hosts": "node1 ssh-ed25519 BBBB"}}, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := create(); err != nil {
+			t.Fatalf("create credential: %v", err)
+		}
+	}
+}
+
 // eventually polls cond every 200ms until it holds or d has passed.
 func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
@@ -106,27 +134,7 @@ func TestRigShadow(t *testing.T) {
 	c := rigClient(t)
 	ctx := context.Background()
 	sfx, podNS, credNS := rigNamespaces(t, c, "shadow-rig")
-	for _, create := range []func() error{
-		func() error {
-			_, err := c.CoreV1().Secrets(credNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hpc-ssh-key"},
-				Type: corev1.SecretTypeSSHAuth, Data: map[string][]byte{"ssh-privatekey": []byte("not a real key")}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-known-hosts"},
-				Data: map[string]string{"known_hosts": "10.251.1.2 ssh-ed25519 AAAA"}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-node-keys"},
-				Data: map[string]string{"known_hosts": "node1 ssh-ed25519 BBBB"}}, metav1.CreateOptions{})
-			return err
-		},
-	} {
-		if err := create(); err != nil {
-			t.Fatalf("create credential: %v", err)
-		}
-	}
+	madeUpCredentials(t, c, credNS)
 
 	s := testSpec()
 	s.NodeName = "rig-shadow-" + sfx
