@@ -113,7 +113,7 @@ func (t *trust) ours(ns *corev1.Namespace) bool {
 // Pod Security Standard (latest version): the tunnels need nothing more. A
 // namespace that exists already is used only when it is the one sluice
 // recorded (same UID), when Spec.TrustedNamespaces names it, or when an
-// install from before the records adopts it (adopt); it is left as it is,
+// install from before the records adopts it (adoptable); it is left as it is,
 // labels included. Any other is refused with ErrNamespaceNotTrusted,
 // before anything is written there. The pod's own namespace, where a pod
 // may ask for its shadow (annotations.ShadowSameNS), is the pod's to use:
