@@ -58,7 +58,9 @@ func TestShadowNamespaceMadeFirst(t *testing.T) {
 				t.Fatalf("setup: %v", err)
 			}
 		}
-		t.Cleanup(func() { _ = e.client.CoreV1().Namespaces().Delete(context.Background(), premade, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = e.client.CoreV1().Namespaces().Delete(context.Background(), premade, metav1.DeleteOptions{})
+		})
 	})
 
 	pod := e.pod("web", "sleep 60")
