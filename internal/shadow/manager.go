@@ -60,9 +60,10 @@ var ErrNotOurs = errors.New("exists and is not sluice's to change")
 
 // Ensure creates pod's shadow, or brings an existing one up to date: the
 // shadow namespace when missing (only on a node not confined to a tenant
-// namespace; an existing one only if sluice created it or is told to trust
-// it, else an error wrapping ErrNamespaceNotTrusted), the credential copies when Spec.ReplicateCredentials, the
-// node ConfigMap (its node is kept), the Deployment and the Service. The
+// namespace; an existing one is used only if sluice created it or is told
+// to trust it, else Ensure returns an error wrapping
+// ErrNamespaceNotTrusted), the credential copies when
+// Spec.ReplicateCredentials, the node ConfigMap (its node is kept), the Deployment and the Service. The
 // Deployment owns the ConfigMap and the Service, so that deleting it
 // removes them too. In a shadow namespace it may create, it first checks
 // that the namespace's Pod Security level admits the shadow pod
