@@ -63,9 +63,9 @@ var ErrNotOurs = errors.New("exists and is not sluice's to change")
 // namespace; an existing one is used only if sluice created it or is told
 // to trust it, else Ensure returns an error wrapping
 // ErrNamespaceNotTrusted), the credential copies when
-// Spec.ReplicateCredentials, the node ConfigMap (its node is kept), the Deployment and the Service. The
-// Deployment owns the ConfigMap and the Service, so that deleting it
-// removes them too. In a shadow namespace it may create, it first checks
+// Spec.ReplicateCredentials, the node ConfigMap (its node is kept), the
+// Deployment and the Service. The Deployment owns the ConfigMap and the
+// Service, so that deleting it removes them too. In a shadow namespace it may create, it first checks
 // that the namespace's Pod Security level admits the shadow pod
 // (checkPodSecurity). It returns nil and no error for a pod that gets no
 // shadow (Wanted). Errors about the pod wrap *slurm.PodError or
