@@ -78,9 +78,10 @@ func deleteNamespaceAtEnd(t *testing.T, c kubernetes.Interface, ns string) {
 	})
 }
 
-// madeUpCredentials creates testSpec's credentials in credNS, with a key
-// that is no key (the tunnels are not started).
-func madeUpCredentials(t *testing.T, c kubernetes.Interface, credNS string) {
+// replicatingFrom creates testSpec's credentials in credNS, with a key that
+// is no key (the tunnels are not started), and returns testSpec copying
+// them from there.
+func replicatingFrom(t *testing.T, c kubernetes.Interface, credNS string) Spec {
 	t.Helper()
 	ctx := context.Background()
 	for _, create := range []func() error{
@@ -104,6 +105,10 @@ func madeUpCredentials(t *testing.T, c kubernetes.Interface, credNS string) {
 			t.Fatalf("create credential: %v", err)
 		}
 	}
+	s := testSpec()
+	s.ReplicateCredentials = true
+	s.CredentialsNamespace = credNS
+	return s
 }
 
 // eventually polls cond every 200ms until it holds or d has passed.
@@ -134,12 +139,8 @@ func TestRigShadow(t *testing.T) {
 	c := rigClient(t)
 	ctx := context.Background()
 	sfx, podNS, credNS := rigNamespaces(t, c, "shadow-rig")
-	madeUpCredentials(t, c, credNS)
-
-	s := testSpec()
+	s := replicatingFrom(t, c, credNS)
 	s.NodeName = "rig-shadow-" + sfx
-	s.ReplicateCredentials = true
-	s.CredentialsNamespace = credNS
 	m := rigManager(t, c, s)
 	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
 	pod := testPod(podNS, long, withUID("6f1c2d3e-4a5b-4c6d-8e7f-"+sfx+"000000"),

@@ -21,11 +21,8 @@ func TestRigShadowNamespaceTrust(t *testing.T) {
 	c := rigClient(t)
 	ctx := context.Background()
 	sfx, podNS, credNS := rigNamespaces(t, c, "shadow-trust")
-	madeUpCredentials(t, c, credNS)
-	s := testSpec()
+	s := replicatingFrom(t, c, credNS)
 	s.NodeName = "rig-trust-" + sfx
-	s.ReplicateCredentials = true
-	s.CredentialsNamespace = credNS
 
 	premade := podNS + ShadowSuffix
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: premade,
