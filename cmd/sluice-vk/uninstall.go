@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -25,14 +24,7 @@ func uninstall(args []string, stderr io.Writer) int {
 	fs.StringVar(&u.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "sluice-vk's namespace (required)")
 	fs.StringVar(&u.Deployment, "deployment", "", "sluice-vk's Deployment (required)")
 	fs.StringVar(&u.Selector, "selector", "", "label selector of sluice-vk's pods (required)")
-	fs.Func("copies-of", "credentials in --namespace (comma-separated names) whose copies in shadow namespaces are deleted", func(v string) error {
-		for _, n := range strings.Split(v, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				u.CopiesOf = append(u.CopiesOf, n)
-			}
-		}
-		return nil
-	})
+	fs.BoolVar(&u.DeleteCopies, "delete-copies", false, "delete the copies of --namespace's credentials in shadow namespaces (all that are marked as such)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the pods to go")
 	if err := fs.Parse(args); err != nil {

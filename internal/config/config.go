@@ -62,7 +62,11 @@ type Network struct {
 	ShadowMode        string `yaml:"ShadowMode"`
 	TenantNamespace   string `yaml:"TenantNamespace"`
 	RefuseForeignPods bool   `yaml:"RefuseForeignPods"`
-	SSH               SSH    `yaml:"SSH"`
+	// TrustedShadowNamespaces are <namespace>-shadow namespaces that exist
+	// and that sluice did not create, which shadows may use all the same:
+	// the operator vouches for who may act in them.
+	TrustedShadowNamespaces []string `yaml:"TrustedShadowNamespaces"`
+	SSH                     SSH      `yaml:"SSH"`
 }
 
 // SSH configures how the site's login node, and through it the compute

@@ -71,6 +71,14 @@ func (c *Config) Validate() error {
 	if n.RefuseForeignPods && n.TenantNamespace == "" {
 		bad("Network.RefuseForeignPods", "needs Network.TenantNamespace")
 	}
+	for _, ns := range n.TrustedShadowNamespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			bad("Network.TrustedShadowNamespaces", "%q: %s", ns, strings.Join(msgs, "; "))
+		}
+	}
+	if len(n.TrustedShadowNamespaces) > 0 && n.TenantNamespace != "" {
+		bad("Network.TrustedShadowNamespaces", "a node confined to Network.TenantNamespace makes no shadow namespace: its shadows live in %s", n.TenantNamespace)
+	}
 
 	h := n.SSH
 	if s.Access == AccessSSH || n.EnableTunnel {

@@ -18,13 +18,7 @@ import (
 func TestUnderscoreNodeReachesShadow(t *testing.T) {
 	pod := testPod("gpu")
 	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
-	h := newHarness(t, func(c *Config) {
-		c.Shadows = &shadow.Manager{Client: c.Client, Spec: shadow.Spec{
-			NodeName: "hpc", LoginHost: "login.example.org", LoginPort: 22, User: "alice",
-			KeySecret: "key", LoginHostKeys: "login-keys", NodeHostKeys: "node-keys",
-			ForwardTarget: "node", TunnelImage: "example.org/sluice-tunnel:v1",
-		}}
-	}, pod)
+	h := newHarness(t, realShadows("", false), pod)
 	if err := h.p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatalf("CreatePod: %v", err)
 	}

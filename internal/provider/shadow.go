@@ -38,6 +38,10 @@ const (
 	reasonShadowError    = "ShadowError"
 	reasonKeptInitWaits  = "WaitingForKeptInitContainers"
 	reasonRelayNotPlaced = "RelayNotPlaced"
+	// reasonShadowNamespaceNotTrusted: the shadow namespace exists and
+	// sluice did not create it (shadow.ErrNamespaceNotTrusted); the pod
+	// waits for an operator to delete it or trust it.
+	reasonShadowNamespaceNotTrusted = "ShadowNamespaceNotTrusted"
 )
 
 // prepareShadow makes the pod's shadow when it needs one, gives the pod the
@@ -62,6 +66,10 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 		return nil, podRefusal(perr), nil
 	case errors.As(err, &aref):
 		return nil, &refusal{reason: string(aref.Reason), field: "metadata.annotations[" + aref.Annotation + "]", rule: ruleOf(aref)}, nil
+	case errors.Is(err, shadow.ErrNamespaceNotTrusted):
+		// Not a refusal: once the operator deleted or trusted the
+		// namespace, the next attempt goes on.
+		return nil, nil, &waitError{reason: reasonShadowNamespaceNotTrusted, err: err}
 	case err != nil:
 		return nil, nil, &waitError{reason: reasonShadowError, err: err} // the shadow package names itself
 	}

@@ -9,12 +9,10 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
-	psapi "k8s.io/pod-security-admission/api"
 )
 
 // Event reasons the Manager records on pods.
@@ -38,6 +36,8 @@ type Manager struct {
 
 	tunnelsMu sync.Mutex
 	tunnels   map[types.UID]bool // pods with a shadow (access.go)
+
+	trust trust // the shadow namespaces found trusted (trust.go)
 }
 
 // Ref names a pod's shadow, as Ensure left it.
@@ -60,10 +60,12 @@ var ErrNotOurs = errors.New("exists and is not sluice's to change")
 
 // Ensure creates pod's shadow, or brings an existing one up to date: the
 // shadow namespace when missing (only on a node not confined to a tenant
-// namespace), the credential copies when Spec.ReplicateCredentials, the
-// node ConfigMap (its node is kept), the Deployment and the Service. The
-// Deployment owns the ConfigMap and the Service, so that deleting it
-// removes them too. In a shadow namespace it may create, it first checks
+// namespace; an existing one is used only if sluice created it or is told
+// to trust it, else Ensure returns an error wrapping
+// ErrNamespaceNotTrusted), the credential copies when
+// Spec.ReplicateCredentials, the node ConfigMap (its node is kept), the
+// Deployment and the Service. The Deployment owns the ConfigMap and the
+// Service, so that deleting it removes them too. In a shadow namespace it may create, it first checks
 // that the namespace's Pod Security level admits the shadow pod
 // (checkPodSecurity). It returns nil and no error for a pod that gets no
 // shadow (Wanted). Errors about the pod wrap *slurm.PodError or
@@ -80,7 +82,7 @@ func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
 		return nil, err
 	}
 	if m.Spec.TenantNamespace == "" {
-		ns, err := m.ensureNamespace(ctx, o.Namespace)
+		ns, err := m.ensureNamespace(ctx, pod, o.Namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -143,40 +145,6 @@ func (m *Manager) access(ns string) error {
 		return fmt.Errorf("shadow: namespace %q: the node is confined to namespace %s", ns, t)
 	}
 	return nil
-}
-
-// ensureNamespace returns the shadow namespace ns, creating it when it is
-// missing, enforcing the restricted Pod Security Standard (latest
-// version): the tunnels need nothing more. A namespace that exists already
-// is left as it is, labels included: its owner chose its standard.
-func (m *Manager) ensureNamespace(ctx context.Context, ns string) (*corev1.Namespace, error) {
-	got, err := m.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if !apierrors.IsNotFound(err) {
-		if err != nil {
-			return nil, fmt.Errorf("shadow: get namespace %s: %w", ns, err)
-		}
-		return got, nil
-	}
-	want := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: ns,
-		Labels: map[string]string{
-			LabelManagedBy:            ManagedBy,
-			psapi.EnforceLevelLabel:   string(psapi.LevelRestricted),
-			psapi.EnforceVersionLabel: psapi.VersionLatest,
-		},
-	}}
-	got, err = m.Client.CoreV1().Namespaces().Create(ctx, want, metav1.CreateOptions{})
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		// Made meanwhile, by another Ensure or someone else.
-		if got, err = m.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-			return nil, fmt.Errorf("shadow: get namespace %s: %w", ns, err)
-		}
-		return got, nil
-	case err != nil:
-		return nil, fmt.Errorf("shadow: create namespace %s: %w", ns, err)
-	}
-	return got, nil
 }
 
 func (m *Manager) event(pod *corev1.Pod, kind, reason, format string, args ...any) {

@@ -128,13 +128,16 @@ func TestEnsureCreates(t *testing.T) {
 	}
 }
 
-// TestEnsureKeepsNamespace: a shadow namespace sluice did not create keeps
-// its labels (its owner chose its Pod Security level), and is not written.
+// TestEnsureKeepsNamespace: a shadow namespace sluice did not create, which
+// the operator trusts, keeps its labels (its owner chose its Pod Security
+// level), and is not written.
 func TestEnsureKeepsNamespace(t *testing.T) {
 	ctx := context.Background()
 	theirs := map[string]string{"pod-security.kubernetes.io/enforce": "baseline", "team": "science"}
 	c := newFake(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "science-shadow", Labels: maps.Clone(theirs)}})
-	m, _ := newManager(t, c, testSpec())
+	s := testSpec()
+	s.TrustedNamespaces = []string{"science-shadow"}
+	m, _ := newManager(t, c, s)
 	if _, err := m.Ensure(ctx, webPod()); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}

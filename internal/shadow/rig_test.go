@@ -78,6 +78,39 @@ func deleteNamespaceAtEnd(t *testing.T, c kubernetes.Interface, ns string) {
 	})
 }
 
+// replicatingFrom creates testSpec's credentials in credNS, with a key that
+// is no key (the tunnels are not started), and returns testSpec copying
+// them from there.
+func replicatingFrom(t *testing.T, c kubernetes.Interface, credNS string) Spec {
+	t.Helper()
+	ctx := context.Background()
+	for _, create := range []func() error{
+		func() error {
+			_, err := c.CoreV1().Secrets(credNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hpc-ssh-key"},
+				Type: corev1.SecretTypeSSHAuth, Data: map[string][]byte{"ssh-privatekey": []byte("not a real key")}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-known-hosts"},
+				Data: map[string]string{"known_hosts": "10.251.1.2 ssh-ed25519 AAAA"}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-node-keys"},
+				Data: map[string]string{"known_hosts": "node1 ssh-ed25519 BBBB"}}, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := create(); err != nil {
+			t.Fatalf("create credential: %v", err)
+		}
+	}
+	s := testSpec()
+	s.ReplicateCredentials = true
+	s.CredentialsNamespace = credNS
+	return s
+}
+
 // eventually polls cond every 200ms until it holds or d has passed.
 func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
@@ -106,32 +139,8 @@ func TestRigShadow(t *testing.T) {
 	c := rigClient(t)
 	ctx := context.Background()
 	sfx, podNS, credNS := rigNamespaces(t, c, "shadow-rig")
-	for _, create := range []func() error{
-		func() error {
-			_, err := c.CoreV1().Secrets(credNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hpc-ssh-key"},
-				Type: corev1.SecretTypeSSHAuth, Data: map[string][]byte{"ssh-privatekey": []byte("not a real key")}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-known-hosts"},
-				Data: map[string]string{"known_hosts": "10.251.1.2 ssh-ed25519 AAAA"}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.CoreV1().ConfigMaps(credNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hpc-node-keys"},
-				Data: map[string]string{"known_hosts": "node1 ssh-ed25519 BBBB"}}, metav1.CreateOptions{})
-			return err
-		},
-	} {
-		if err := create(); err != nil {
-			t.Fatalf("create credential: %v", err)
-		}
-	}
-
-	s := testSpec()
+	s := replicatingFrom(t, c, credNS)
 	s.NodeName = "rig-shadow-" + sfx
-	s.ReplicateCredentials = true
-	s.CredentialsNamespace = credNS
 	m := rigManager(t, c, s)
 	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
 	pod := testPod(podNS, long, withUID("6f1c2d3e-4a5b-4c6d-8e7f-"+sfx+"000000"),

@@ -51,11 +51,17 @@ type Spec struct {
 	// TenantNamespace confines the node: every shadow lives there, and the
 	// Manager touches no other namespace.
 	TenantNamespace string
+	// TrustedNamespaces are existing shadow namespaces that sluice did not
+	// create and may use all the same (Network.TrustedShadowNamespaces):
+	// an operator vouches for who may act in them (trust.go).
+	TrustedNamespaces []string
 	// ReplicateCredentials copies KeySecret (KeytabSecret with Kerberos),
 	// LoginHostKeys and NodeHostKeys from CredentialsNamespace into each shadow namespace.
 	ReplicateCredentials bool
-	// CredentialsNamespace holds the original credentials: the virtual
-	// kubelet's own namespace. Needed with ReplicateCredentials.
+	// CredentialsNamespace is the virtual kubelet's own namespace: it holds
+	// the original credentials and the records of the shadow namespaces
+	// sluice created (trust.go). Needed with ReplicateCredentials, and on a
+	// node not confined to TenantNamespace.
 	CredentialsNamespace string
 	// Kerberos, if its Principal is set, logs the tunnels in with a keytab
 	// instead of KeySecret, which is then not needed (kerberos.go).
@@ -95,6 +101,7 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 		ReverseSshd:          h.Reverse.Sshd,
 		ReverseNodeExec:      h.Reverse.NodeExec,
 		TenantNamespace:      c.Network.TenantNamespace,
+		TrustedNamespaces:    c.Network.TrustedShadowNamespaces,
 		ReplicateCredentials: h.ReplicateCredentials,
 		CredentialsNamespace: credentialsNamespace,
 		Bastion: Bastion{Host: h.Bastion.Host, Port: h.Bastion.Port, User: h.Bastion.User,
@@ -161,11 +168,22 @@ func (s Spec) Validate() error {
 	}
 	s.validateAccess(bad)
 	label("TenantNamespace", s.TenantNamespace, false)
+	for _, ns := range s.TrustedNamespaces {
+		label("TrustedNamespaces", ns, true)
+	}
+	if s.TenantNamespace == "" {
+		// Where the records of the shadow namespaces are kept.
+		label("CredentialsNamespace", s.CredentialsNamespace, true)
+	} else if len(s.TrustedNamespaces) > 0 {
+		bad("TrustedNamespaces", "a node confined to namespace %s has no other shadow namespace to trust", s.TenantNamespace)
+	}
 	if s.KeyFile != "" && s.TenantNamespace == "" {
 		bad("KeyFile", "the key Secret is published from a file on a node confined to a tenant namespace only")
 	}
 	if s.ReplicateCredentials {
-		label("CredentialsNamespace", s.CredentialsNamespace, true)
+		if s.TenantNamespace != "" {
+			label("CredentialsNamespace", s.CredentialsNamespace, true)
+		}
 		// Copying from another namespace needs rights there: a confined
 		// node has rights in its tenant namespace only.
 		if s.TenantNamespace != "" && s.CredentialsNamespace != s.TenantNamespace {

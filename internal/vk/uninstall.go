@@ -25,9 +25,10 @@ type Uninstall struct {
 	Deployment string
 	// Selector selects sluice-vk's pods, waited for until none is left.
 	Selector string
-	// CopiesOf names the credentials in Namespace whose copies in shadow
-	// namespaces (ReplicateCredentials) are deleted once the pods are gone.
-	CopiesOf []string
+	// DeleteCopies deletes, once the pods are gone, the copies in shadow
+	// namespaces (ReplicateCredentials) of every credential of Namespace
+	// (deleteCopies).
+	DeleteCopies bool
 	// Poll is how often the waits look; if zero, one second.
 	Poll time.Duration
 	Log  *slog.Logger
@@ -41,7 +42,8 @@ type Uninstall struct {
 //     stopping releases the leader Lease, and none is left to register the
 //     node again (a standby never deletes the node the leader serves: only
 //     this hook does, once no replica runs);
-//  3. the copies of CopiesOf in shadow namespaces are deleted;
+//  3. with DeleteCopies, the copies of Namespace's credentials in shadow
+//     namespaces are deleted;
 //  4. the node is deleted (its node Lease, owned by it, goes with it) and
 //     the leader Lease sluice-vk-<node>.
 //

@@ -66,6 +66,10 @@ const (
 
 const releaseNamespace = "{release}"
 
+// credentialsNamespace stands for sluice-vk's --namespace (see
+// credentialsNamespaceFields).
+const credentialsNamespace = "{credentials}"
+
 func (s scope) String() string {
 	switch s.kind {
 	case clusterWide:
@@ -539,6 +543,9 @@ func (a *analysis) scopeOf(e ast.Expr, depth int) scope {
 			}
 			return scope{kind: clusterWide}
 		}
+		if len(e.Args) == 1 && a.isCredentialsNamespace(e.Args[0]) {
+			return scope{kind: fixedNamespace, ns: credentialsNamespace}
+		}
 	case *ast.Ident:
 		if o := a.info.Uses[e]; o != nil && depth < 4 {
 			s := scope{kind: anyNamespace}
@@ -553,6 +560,31 @@ func (a *analysis) scopeOf(e ast.Expr, depth int) scope {
 		}
 	}
 	return scope{kind: anyNamespace}
+}
+
+// credentialsNamespaceFields are the fields of sluice's types that hold
+// sluice-vk's --namespace: where the site's credentials are (and the
+// records of the shadow namespaces); the chart passes the release's
+// namespace, or the tenant namespace on a confined node.
+var credentialsNamespaceFields = map[string]bool{
+	"github.com/sluice-hpc/sluice/internal/shadow.Spec.CredentialsNamespace": true,
+}
+
+// isCredentialsNamespace says whether e reads one of credentialsNamespaceFields.
+func (a *analysis) isCredentialsNamespace(e ast.Expr) bool {
+	sel, ok := ast.Unparen(e).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	s := a.info.Selections[sel]
+	if s == nil || s.Kind() != types.FieldVal {
+		return false
+	}
+	recv := s.Recv()
+	if p, ok := recv.(*types.Pointer); ok {
+		recv = p.Elem()
+	}
+	return credentialsNamespaceFields[types.TypeString(recv, nil)+"."+sel.Sel.Name]
 }
 
 // unfollowed says whether o is a client whose requests are not typed:

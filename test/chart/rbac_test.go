@@ -25,6 +25,10 @@ var modal = map[string]func(node) bool{
 	// Ensure makes the <namespace>-shadow namespaces only when the node
 	// is not confined
 	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).ensureNamespace": func(n node) bool { return n.tenant == "" },
+	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).createNamespace": func(n node) bool { return n.tenant == "" },
+	// and records the namespaces it makes, only then
+	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).checkTrusted": func(n node) bool { return n.tenant == "" },
+	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).record":       func(n node) bool { return n.tenant == "" },
 	// RunElected only
 	"github.com/sluice-hpc/sluice/internal/vk.elect": func(n node) bool { return n.leader },
 }
@@ -129,7 +133,10 @@ func placeOf(s scope, tenant string) string {
 	case clusterWide:
 		return ""
 	case fixedNamespace:
-		if s.ns == releaseNamespace {
+		switch {
+		case s.ns == credentialsNamespace && tenant != "":
+			return tenant // the chart's --namespace on a confined node
+		case s.ns == releaseNamespace, s.ns == credentialsNamespace:
 			return "sluice-system"
 		}
 		return s.ns

@@ -243,3 +243,34 @@ func TestLeaderElection(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowNamespaceRecords: a node that is not confined, with the
+// tunnel on, records the shadow namespaces it creates in ConfigMaps of the
+// release's namespace: its Role there grants get, create and update on
+// ConfigMaps, nothing more; Network.TrustedShadowNamespaces reaches the
+// configuration. A confined node makes no shadow namespace: no such Role.
+func TestShadowNamespaceRecords(t *testing.T) {
+	r := render(t, "default", "--set", "config.Network.EnableTunnel=true", "--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA",
+		"--set", "config.Network.TrustedShadowNamespaces={team-a-shadow}")
+	var records *rbacv1.Role
+	for _, role := range r.roles {
+		if role.Namespace == "sluice-system" && role.Name == "sluice-shadow-namespaces" {
+			records = role
+		}
+	}
+	if records == nil {
+		t.Fatal("no Role sluice-shadow-namespaces in the release's namespace")
+	}
+	if len(records.Rules) != 1 || !slices.Equal(records.Rules[0].Resources, []string{"configmaps"}) ||
+		!slices.Equal(records.Rules[0].Verbs, []string{"get", "create", "update"}) {
+		t.Errorf("records Role rules %+v; want configmaps get, create, update", records.Rules)
+	}
+	if got := renderedConfig(t, r).Network.TrustedShadowNamespaces; !slices.Equal(got, []string{"team-a-shadow"}) {
+		t.Errorf("TrustedShadowNamespaces %q; want [team-a-shadow]", got)
+	}
+	for _, role := range render(t, "tenant").roles {
+		if strings.HasSuffix(role.Name, "-shadow-namespaces") {
+			t.Errorf("confined node: Role %s/%s; want none", role.Namespace, role.Name)
+		}
+	}
+}

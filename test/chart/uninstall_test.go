@@ -39,33 +39,36 @@ func TestUninstallHook(t *testing.T) {
 }
 
 // With the tunnel on a node that is not confined, sluice-vk copies the
-// credentials into shadow namespaces: the hook deletes the copies of the
-// release's (their names in --copies-of), with the right to list and
-// delete Secrets and ConfigMaps; with ReplicateCredentials off, or on a
-// confined node (the credentials are the chart's, in the tenant namespace),
-// there is nothing to delete and no such right.
+// credentials into shadow namespaces: the hook deletes every copy of a
+// credential of the release's namespace (--delete-copies: what was copied,
+// the bastion's key and names set in config.Network.SSH included, not a
+// list of the chart's names), with the right to list and delete Secrets
+// and ConfigMaps and to list the shadows (a copy another node's shadow
+// mounts is kept); with ReplicateCredentials off, or on a confined node
+// (the credentials are the chart's, in the tenant namespace), there is
+// nothing to delete and no such right.
 func TestUninstallHookDeletesCopies(t *testing.T) {
 	tunnel := []string{"--set", "config.Network.EnableTunnel=true", "--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA"}
 	job, rules := uninstallHook(t, render(t, "default", tunnel...))
 	args := job.Spec.Template.Spec.Containers[0].Args
-	if !slices.Contains(args, "--copies-of=sluice-login-hosts,sluice-ssh,sluice-node-hosts") {
-		t.Errorf("Job args %q; want --copies-of naming the three credentials", args)
+	if !slices.Contains(args, "--delete-copies") {
+		t.Errorf("Job args %q; want --delete-copies", args)
 	}
-	if !slices.Contains(rules, "cluster  secrets [] [list delete]") || !slices.Contains(rules, "cluster  configmaps [] [list delete]") {
-		t.Errorf("hook rules %q; want list and delete of secrets and configmaps", rules)
+	for _, want := range []string{"cluster  secrets [] [list delete]", "cluster  configmaps [] [list delete]", "cluster apps deployments [] [list]"} {
+		if !slices.Contains(rules, want) {
+			t.Errorf("hook rules %q; want %s", rules, want)
+		}
 	}
 	for name, r := range map[string]rendered{
 		"ReplicateCredentials false": render(t, "default", append(tunnel, "--set", "config.Network.SSH.ReplicateCredentials=false")...),
 		"tenant":                     render(t, "tenant"),
 	} {
 		job, rules := uninstallHook(t, r)
-		for _, a := range job.Spec.Template.Spec.Containers[0].Args {
-			if strings.HasPrefix(a, "--copies-of") {
-				t.Errorf("%s: Job arg %q; want none", name, a)
-			}
+		if args := job.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--delete-copies") {
+			t.Errorf("%s: Job args %q; want no --delete-copies", name, args)
 		}
 		for _, rule := range rules {
-			if strings.Contains(rule, "secrets") || strings.Contains(rule, "configmaps") {
+			if strings.Contains(rule, "secrets") || strings.Contains(rule, "configmaps") || strings.Contains(rule, "deployments [] [list]") {
 				t.Errorf("%s: hook rule %q; want none on secrets or configmaps", name, rule)
 			}
 		}

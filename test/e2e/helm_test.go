@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // release is the chart installed on the rig: sluice-vk running in a pod of
@@ -453,6 +454,20 @@ func TestHelmInstallCluster(t *testing.T) {
 	}
 	if lines := forbidden(r.log()); len(lines) > 0 {
 		t.Errorf("with the chart's rights, sluice-vk was refused %d calls:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+
+	// a copy of a credential the chart does not name (the bastion's key, a
+	// KeySecret set in config.Network.SSH), marked as sluice-vk marks its
+	// copies: the hook derives what it deletes from the marks, not from
+	// the chart's names
+	marked, err := labels.ConvertSelectorToLabelsMap(shadow.CopySelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bastionKey := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bastion-key", Labels: marked,
+		Annotations: map[string]string{shadow.AnnotationCopyOf: r.ns + "/bastion-key"}}}
+	if _, err := e.client.CoreV1().Secrets(e.ns+shadow.ShadowSuffix).Create(ctx, bastionKey, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the bastion key's copy: %v", err)
 	}
 
 	// helm uninstall: the hook deletes the copies in the shadow namespace

@@ -125,26 +125,14 @@ credentials.certificate, or in the existing Secret (KeySecretCertificate). */}}
 {{- if or .Values.credentials.certificate ((((.Values.config).Network).SSH).KeySecretCertificate) -}}true{{- end -}}
 {{- end -}}
 
-{{/* The credentials sluice-vk copies into shadow namespaces, comma-separated:
-on a node that is not confined, with the tunnel on and ReplicateCredentials
-(the uninstall hook deletes their copies); empty otherwise. */}}
-{{- define "sluice.copiedCredentials" -}}
+{{/* Whether sluice-vk copies credentials into shadow namespaces: on a node
+that is not confined, with the tunnel on and ReplicateCredentials. The
+uninstall hook then deletes every copy of a credential of the release's
+namespace (what is copied, the bastion's key and names set in
+config.Network.SSH included, is sluice-vk's to say, not a list here). */}}
+{{- define "sluice.copiesCredentials" -}}
 {{- $ssh := ((.Values.config.Network).SSH) | default dict -}}
-{{- if and (include "sluice.tunnel" .) (not (include "sluice.tenant" .)) (ne (toString $ssh.ReplicateCredentials) "false") -}}
-{{- $names := list (include "sluice.loginHostKeys" .) -}}
-{{- if include "sluice.kerberos" . -}}
-{{- $names = append $names (include "sluice.keytabSecret" .) -}}
-{{- else -}}
-{{- $names = append $names (include "sluice.keySecret" .) -}}
-{{- end -}}
-{{- if .Values.credentials.nodeKnownHosts -}}
-{{- $names = append $names (include "sluice.nodeHostKeys" .) -}}
-{{- end -}}
-{{- if .Values.credentials.bastionKnownHosts -}}
-{{- $names = append $names (include "sluice.bastionHostKeys" .) -}}
-{{- end -}}
-{{- join "," $names -}}
-{{- end -}}
+{{- if and (include "sluice.tunnel" .) (not (include "sluice.tenant" .)) (ne (toString $ssh.ReplicateCredentials) "false") -}}true{{- end -}}
 {{- end -}}
 
 {{/* The rules of the namespaces of the node's pods and of their shadows:
