@@ -39,7 +39,12 @@ func TestRigDoctor(t *testing.T) {
 			t.Errorf("healthy rig: %s %s: %s (fix: %s)", c.Status, c.Name, c.Found, c.Fix)
 		}
 	}
-	if len(healthy.Checks) < 14 || t.Failed() {
+	// The rig's account has a POSIX login shell, which ran the test line
+	// through the real login sshd.
+	if c, ok := healthy.Find("login-shell"); !ok || !strings.Contains(c.Found, "runs sluice's POSIX sh command lines") {
+		t.Errorf("healthy rig: login-shell %+v; want it found and OK", c)
+	}
+	if len(healthy.Checks) < 15 || t.Failed() {
 		// Each case below compares its lines with these.
 		t.Fatalf("healthy rig: %d checks, not all OK", len(healthy.Checks))
 	}

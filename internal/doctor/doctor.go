@@ -65,6 +65,7 @@ func (d *Doctor) Run(ctx context.Context) *Report {
 		defer s.Close()
 		runner = s
 	}
+	r.add(loginShellCheck(ctx, runner))
 	r.add(slurmCheck(ctx, runner, c))
 	dataRoot := dataRootCheck(ctx, runner, c.Site.DataRoot, c.Network.SSH.User)
 	r.add(dataRoot)
@@ -101,7 +102,7 @@ var probeChecks = []string{"probe-job", "runtime", "socket-dir", "unprivileged-p
 
 // skipRest adds every check after the login's as skipped.
 func (d *Doctor) skipRest(r *Report, why string) {
-	for _, name := range append([]string{"slurm", "data-root", "data-root-space", "sha256sum"}, probeChecks...) {
+	for _, name := range append([]string{"login-shell", "slurm", "data-root", "data-root-space", "sha256sum"}, probeChecks...) {
 		r.add(Check{Name: name, Status: Skip, Found: why})
 	}
 }

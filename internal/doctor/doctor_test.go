@@ -91,7 +91,7 @@ Network:
 	r := (&Doctor{Config: cfg, Timeout: 5 * time.Second}).Run(ctx)
 
 	want := map[string]Status{
-		"certificate": OK, "login": OK, "auth": OK, "slurm": OK, "data-root": OK, "sha256sum": OK,
+		"certificate": OK, "login": OK, "auth": OK, "login-shell": OK, "slurm": OK, "data-root": OK, "sha256sum": OK,
 		"probe-job": Fail, "runtime": Skip, "socket-dir": Skip, "unprivileged-ports": Skip,
 		"node-sshd": Skip, "stream-local": Skip, "gateway-ports": Skip,
 	}
@@ -109,8 +109,8 @@ Network:
 	if c, _ := r.Find("auth"); !strings.Contains(c.Found, "with its certificate") {
 		t.Errorf("auth does not name the certificate: %+v", c)
 	}
-	if !r.Failed() || len(r.Checks) != 14 {
-		t.Errorf("failed %v with %d checks; want failed with 14", r.Failed(), len(r.Checks))
+	if !r.Failed() || len(r.Checks) != 15 {
+		t.Errorf("failed %v with %d checks; want failed with 15", r.Failed(), len(r.Checks))
 	}
 	if left, _ := os.ReadDir(filepath.Join(dir, "data")); len(left) != 0 {
 		t.Errorf("the doctor left %v in the data root", left)

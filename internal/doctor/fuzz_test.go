@@ -37,3 +37,19 @@ func FuzzDecideSlurm(f *testing.F) {
 		checkLine(t, decideSlurm(results, true))
 	})
 }
+
+// FuzzLoginShell: whatever the site answers to id, getent and the login
+// shell, the login-shell line is one bounded line.
+func FuzzLoginShell(f *testing.F) {
+	f.Add("alice\n", "alice:x:1000:1000::/home/alice:/bin/bash\n", shellWant)
+	f.Add("al\x1bice", "a:b:c:d:e:f:/bin/t csh\n", "it's|")
+	f.Add("", "::::::", "")
+	f.Fuzz(func(t *testing.T, id, passwd, out string) {
+		r := &fakeRunner{answers: map[string]cmdResult{
+			"id -un": {out: []byte(id)},
+			"getent passwd " + clean(strings.TrimSpace(id)):  {out: []byte(passwd)},
+			passwdShell([]byte(passwd)) + " -c " + shellLine: {out: []byte(out)},
+		}}
+		checkLine(t, loginShellCheck(t.Context(), r))
+	})
+}

@@ -27,7 +27,7 @@ type Server struct {
 	// Runtime is the site's container runtime, the way exec enters a
 	// container.
 	Runtime slurm.Runtime
-	// Site gives exec the runtime's program and the site's apptainer
+	// Site gives exec the runtime's program and the site's runtime
 	// options, as the jobs have them. The zero value has none.
 	Site slurm.SiteOptions
 	// Output follows the containers' output, for attach. If nil, attach

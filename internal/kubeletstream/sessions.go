@@ -101,7 +101,9 @@ func parseTarget(path string) (target, bool) {
 
 // Wrap serves the streaming requests of next only for pods whose job runs
 // and within the limits (429 beyond them), and logs each session, its
-// requesting user (request.UserFrom) and how long it lasted. Other
+// requesting user (request.UserFrom) and how long it lasted. That user is
+// the API server's own identity, which opens every session for the
+// kubectl user: who that was is in the API server's audit log. Other
 // requests go to next as they are.
 func (s *Server) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -21,7 +21,7 @@ type RunningJob struct {
 	// Containers are the job's init containers and containers as they
 	// were submitted.
 	Containers []slurm.Container
-	// RuntimeOptions are the pod's apptainer options and binds, as the
+	// RuntimeOptions are the pod's runtime options and mounts, as the
 	// job's command lines have them after the site's.
 	RuntimeOptions []string
 }

@@ -55,9 +55,10 @@ type ExecOptions struct {
 	// TTY asks srun for a pseudo-terminal (--pty).
 	TTY bool
 	// Site gives the runtime's program (RuntimePath) and the site's
-	// apptainer options, as the job's command lines have them.
+	// runtime options (apptainer's or enroot start's), as the job's
+	// command lines have them.
 	Site SiteOptions
-	// RuntimeOptions are the pod's apptainer options and binds
+	// RuntimeOptions are the pod's runtime options and mounts
 	// (Job.RuntimeOptions), given after the site's.
 	RuntimeOptions []string
 }
@@ -67,8 +68,8 @@ type ExecOptions struct {
 // host (--overlap, one task), the container's environment, and the
 // runtime's way into the container's image with its mounts and working
 // directory (RuntimeNone: the working directory, else the job directory),
-// and apptainer's program and options as the job's own command lines have
-// them (o.Site, o.RuntimeOptions).
+// and the runtime's program and options (apptainer's, or enroot start's)
+// as the job's own command lines have them (o.Site, o.RuntimeOptions).
 // Each word of it is to be quoted (site.Join); none is read by a shell on
 // the way except the fixed execScript.
 func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, error) {
@@ -85,13 +86,15 @@ func (r Runtime) ExecArgv(c Container, cmd []string, o ExecOptions) ([]string, e
 	if err := r.checkContainer(&c); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
+	// Checked as the batch script checks them: the site's, then the pod's,
+	// each by the grammar of the runtime they go to.
+	if err := checkRuntimeOptions(r, o.Site.RuntimeOptions, optionsFromSite); err != nil {
+		return nil, fmt.Errorf("exec: site %w", err)
+	}
+	if err := checkRuntimeOptions(r, o.RuntimeOptions, optionsFromPod); err != nil {
+		return nil, fmt.Errorf("exec: pod %w", err)
+	}
 	rtOpts := append(slices.Clip(o.Site.RuntimeOptions), o.RuntimeOptions...)
-	if len(rtOpts) > 0 && !r.apptainer() {
-		return nil, fmt.Errorf("exec: apptainer options under the %s runtime", r)
-	}
-	if _, err := checkApptainerWords(rtOpts, optionsFromSite); err != nil {
-		return nil, fmt.Errorf("exec: apptainer options: %w", err)
-	}
 	if o.TTY {
 		argv = append(argv, "--pty")
 	} else {

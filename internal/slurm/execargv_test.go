@@ -97,18 +97,8 @@ func TestExecScriptRuns(t *testing.T) {
 	}
 
 	// With a hosts copy recorded: ch-run gets -b, others APPTAINER_BIND.
-	hosts, ref := filepath.Join(dir, "hosts.abc"), filepath.Join(dir, "exec.hosts")
-	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(ref, []byte(hosts+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "ch-run"), []byte("#!/bin/sh\nprintf '%s|' \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err = exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", ref, filepath.Join(bin, "ch-run"), "/img", "--", "cat").Output()
+	hosts, ref := writeExecHosts(t)
+	out, err = exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", ref, argsProgram(t, "ch-run"), "/img", "--", "cat").Output()
 	if want := "-b|" + hosts + ":/etc/hosts|/img|--|cat|"; err != nil || string(out) != want {
 		t.Errorf("ch-run got %q, %v; want %q", out, err, want)
 	}
@@ -185,4 +175,87 @@ func TestExecArgvApptainerOptions(t *testing.T) {
 			t.Errorf("%s: got %q; want an error", bad.name, got)
 		}
 	}
+}
+
+// TestExecArgvEnroot: exec into a pod of the enroot golden case (site
+// options, the pod's enroot mounts and options) runs enroot start with
+// the same words as the batch script's container line, and the exec
+// script binds the reverse tunnel's hosts copy right after start.
+func TestExecArgvEnroot(t *testing.T) {
+	pod := gpuPod()
+	pod.Spec.Containers[0].Command = []string{"python3", "train.py"}
+	pod.Annotations = map[string]string{
+		AnnotationEnrootMounts:  "--mount /scratch/alice/data:/data:none:bind,ro /scratch/alice/out:/out",
+		AnnotationEnrootOptions: `--rw -e "GREETING=it's me"`,
+	}
+	site := enrootSiteOptions()
+	job, err := FromPod(t.Context(), pod, newSources(pod.Namespace), PodOptions{Runtime: RuntimeEnroot, Site: site})
+	if err != nil {
+		t.Fatalf("FromPod: %v", err)
+	}
+	dir := JobDir("/scratch/alice/.sluice", pod.Namespace, string(pod.UID))
+	c := job.Containers[0]
+	cmd := []string{"cat", "/etc/hosts"}
+	got, err := RuntimeEnroot.ExecArgv(c, cmd, ExecOptions{JobID: "42", Host: "node1", JobDir: dir, Site: site, RuntimeOptions: job.RuntimeOptions})
+	if err != nil {
+		t.Fatalf("ExecArgv: %v", err)
+	}
+	i := slices.Index(got, execScript)
+	if i < 0 {
+		t.Fatalf("got %q; want the exec script", got)
+	}
+	pc := c
+	pc.Command, pc.Args = cmd, nil
+	line := newContainerData(job, &pc, ScriptOptions{Runtime: RuntimeEnroot, JobDir: dir, Site: site}, "")
+	want := slices.Concat([]string{"/opt/enroot/bin/enroot", "start"}, line.Argv)
+	if tail := got[i+5:]; !slices.Equal(tail, want) {
+		t.Errorf("exec runs %q;\nthe job runs %q", tail, want)
+	}
+	for _, w := range []string{"--root", "--rw", "GREETING=it's me", "/scratch/alice/data:/data:none:bind,ro"} {
+		if !slices.Contains(want, w) {
+			t.Errorf("the container line %q lacks %q", want, w)
+		}
+	}
+
+	// The exec script puts the hosts copy's mount between start and the
+	// options, as the batch script's line does.
+	hosts, ref := writeExecHosts(t)
+	out, err := exec.Command("/bin/sh", "-c", execScript, "sluice-exec", "", "", ref, argsProgram(t, "enroot"), "start", "--root", "name", "cat").Output()
+	if want := "start|--mount|" + hosts + ":/etc/hosts:none:x-create=file,bind|--root|name|cat|"; err != nil || string(out) != want {
+		t.Errorf("enroot got %q, %v; want %q", out, err, want)
+	}
+
+	// Apptainer's options stay refused under enroot, and enroot's refused
+	// options too.
+	for _, bad := range [][]string{{"--nv"}, {"--conf", "/x"}, {"--mount", "/x:/etc"}} {
+		if got, err := RuntimeEnroot.ExecArgv(c, cmd, ExecOptions{JobID: "42", Host: "node1", JobDir: dir, RuntimeOptions: bad}); err == nil {
+			t.Errorf("options %q: got %q; want an error", bad, got)
+		}
+	}
+}
+
+// writeExecHosts writes a reverse tunnel's hosts copy and the file that
+// names it (execHostsFile), as the job does, and gives both paths.
+func writeExecHosts(t *testing.T) (hosts, ref string) {
+	t.Helper()
+	dir := t.TempDir()
+	hosts, ref = filepath.Join(dir, "hosts.abc"), filepath.Join(dir, execHostsFile)
+	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref, []byte(hosts+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return hosts, ref
+}
+
+// argsProgram writes a program called name that prints its arguments,
+// each followed by '|', and gives its path.
+func argsProgram(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nprintf '%s|' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
