@@ -27,7 +27,6 @@ const keytabSecret = "hpc-keytab"
 //
 //	flock /tmp/sluice-rig.lock go test -tags e2e -run TestKerberosShadow ./test/e2e/
 func TestKerberosShadow(t *testing.T) {
-	parallel(t)
 	rig := kerberosRig(t)
 	logs := filepath.Join(rig.Get(t, "RIG_DIR"), "logs")
 	loginLog, nodeLog := filepath.Join(logs, "sshd-login.log"), filepath.Join(logs, "sshd-node.log")
