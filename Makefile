@@ -7,6 +7,10 @@ PKGS    := ./...
 SCRIPTS := $(shell find hack -name '*.sh')
 
 IMAGES  ?= bin/images
+# E2E_PARALLEL: how many of the e2e tests marked parallel (test/e2e: their
+# own namespace, node and jobs, nothing of the site's shared) run at once,
+# after the serial ones. The rig's Slurm node has 4 CPUs.
+E2E_PARALLEL ?= 4
 VERSION ?=
 
 .PHONY: test unit rig-test e2e vet lint fuzz images helm rig-up rig-down rig-status demo demo-slurm
@@ -15,12 +19,12 @@ VERSION ?=
 ## the tests against the rig, in one run with the race detector on, then the
 ## end-to-end tests of sluice-vk against the rig's API server and Slurm.
 test: rig-up vet lint helm
-	$(GO) test -race -tags rig -count=1 -p 1 -timeout 30m $(PKGS)
-	$(GO) test -tags e2e -count=1 -timeout 40m -v ./test/e2e/
+	$(GO) test -race -tags rig -count=1 -timeout 30m $(PKGS)
+	$(GO) test -tags e2e -count=1 -timeout 40m -parallel $(E2E_PARALLEL) -v ./test/e2e/
 
 ## e2e: the end-to-end tests alone (the rig must be up).
 e2e:
-	$(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 40m -parallel $(E2E_PARALLEL) -v ./test/e2e/
 
 ## unit: the tests that need no rig (race detector on).
 unit: helm
@@ -28,10 +32,11 @@ unit: helm
 
 ## rig-test: tests against the rig's real sshd, Slurm and Charliecloud.
 rig-test:
-	$(GO) test -tags rig -count=1 -p 1 -timeout 30m $(PKGS)
+	$(GO) test -tags rig -count=1 -timeout 30m $(PKGS)
 
+## vet: the rig tag adds files to every package and takes none away, so
+## vetting with it covers the untagged build too.
 vet:
-	$(GO) vet $(PKGS)
 	$(GO) vet -tags rig $(PKGS)
 	$(GO) vet -tags e2e ./test/e2e/
 

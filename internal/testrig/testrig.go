@@ -4,15 +4,25 @@
 // Tests that need the rig call Load. Outside CI a missing rig skips the test
 // with the reason; in CI (CI=true) it fails it, since nothing may be skipped
 // there.
+//
+// The rig is one shared world (its sshds are restarted, its Slurm queue and
+// session processes are counted by tests), so one test binary uses it at a
+// time: the first Load of a process takes the rig's lock and holds it until
+// the process exits. `go test` may then build and run the packages in
+// parallel; those with rig tests wait for each other.
 package testrig
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/rigenv"
 )
@@ -29,7 +39,44 @@ func Load(t testing.TB) *Rig {
 	if err != nil {
 		Unavailable(t, "rig not up (run hack/rig/rig.sh up): "+err.Error())
 	}
+	lockOnce.Do(func() { lockWait, lockErr = lock(filepath.Join(filepath.Dir(rigenv.File()), "rig.lock")) })
+	if lockErr != nil {
+		t.Fatal(lockErr)
+	}
+	if lockWait > time.Second {
+		t.Logf("testrig: waited %s for the rig, held by another test binary", lockWait.Round(time.Second))
+		lockWait = 0
+	}
 	return &Rig{vars: vars}
+}
+
+var (
+	lockOnce sync.Once
+	lockFile *os.File // open for the life of the process: the lock goes with it
+	lockWait time.Duration
+	lockErr  error
+)
+
+// lock takes an exclusive flock on file, waiting for another process that
+// holds it, and says how long it waited.
+func lock(file string) (time.Duration, error) {
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("testrig: lock the rig: %w", err)
+	}
+	start := time.Now()
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return 0, fmt.Errorf("testrig: lock the rig: %s: %w", file, err)
+	}
+	lockFile = f
+	return time.Since(start), nil
 }
 
 // Get returns the value of a rig.env key, failing the test if it is missing.

@@ -14,6 +14,7 @@ import (
 // writes from the moment it attached until the container ends; attach -i
 // is refused, saying the container has no stdin.
 func TestAttachFollowsTheOutput(t *testing.T) {
+	parallel(t)
 	e := newStreamEnv(t)
 	e.create(e.pod("att", "echo started; sleep 10; i=0; while [ $i -lt 4 ]; do echo tick-$i; i=$((i+1)); sleep 1; done\n"))
 	e.waitPod("att", "running", 120*time.Second, phaseIs(corev1.PodRunning))

@@ -14,6 +14,7 @@ import (
 // with RefuseForeignPods fails a pod of the test's namespace with the
 // reason and a Warning Event, and submits nothing.
 func TestConfinedNodeRefusesForeignPods(t *testing.T) {
+	parallel(t)
 	e := newEnvWith(t, "  TenantNamespace: tenant-only\n  RefuseForeignPods: true\n", nil)
 	created := e.create(e.pod("foreign", "echo should never run"))
 	got := e.waitPod("foreign", "Failed", 60*time.Second, func(p *corev1.Pod) bool {

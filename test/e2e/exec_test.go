@@ -65,6 +65,7 @@ func (e *env) execPod(name string) {
 // shell on a pty that honours a resize, and a user without pods/exec is
 // refused.
 func TestExecRunsInTheContainer(t *testing.T) {
+	parallel(t)
 	e := newStreamEnv(t)
 	e.execPod("ex")
 
@@ -183,6 +184,7 @@ func (e *env) onlyPodsGet() *rest.Config {
 // TestExecKilledKubectlLeavesNothing: kubectl killed in the middle of an
 // exec session leaves no process of the session on the node.
 func TestExecKilledKubectlLeavesNothing(t *testing.T) {
+	parallel(t)
 	e := newStreamEnv(t)
 	e.execPod("kill")
 	job := e.jobID("kill")
@@ -271,6 +273,7 @@ func nodeProcs(t *testing.T, s string) []string {
 // sees the container's /etc/hosts, the names mapped to the relay, not the
 // node's.
 func TestExecSeesTheReverseTunnelsNames(t *testing.T) {
+	parallel(t)
 	keys := testrig.Load(t).Get(t, "RIG_NODE_KNOWN_HOSTS")
 	e := newTunnelEnv(t, tunnelOpts{ssh: "    NodeKnownHostsFile: " + keys + "\n"})
 	e.create(e.reversePod("rev"))

@@ -18,6 +18,7 @@ import (
 // the node (submissions, logs, clean-up). The next pod must still be
 // submitted, run and have its logs read.
 func TestNamedPipeJobOutDoesNotWedgeTheNode(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	bad := e.pod("fifo-out", "echo never runs")
 	bad.Annotations = map[string]string{slurm.AnnotationPreExec: "rm -f job.out && mkfifo job.out && false"}

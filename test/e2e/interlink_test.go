@@ -49,6 +49,7 @@ Node:
 // time of its flags and the GPU flavor's gres and memory, read back from
 // Slurm with scontrol.
 func TestInterLinkPodRunsUnchanged(t *testing.T) {
+	parallel(t)
 	e := newEnvWith(t, "", func(e *env) { interLinkSite(t, e) })
 	pod := e.pod("interlink", "echo started; sleep 600")
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: "virtual-node.interlink/no-schedule", Operator: corev1.TolerationOpExists}}

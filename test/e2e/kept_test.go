@@ -18,6 +18,7 @@ import (
 // read with kubectl logs -c from the offloaded pod; a kept sidecar shows
 // its status in the shadow.
 func TestKeptInitContainerRunsInTheShadowFirst(t *testing.T) {
+	parallel(t)
 	e := newTunnelEnv(t, tunnelOpts{network: "  TenantNamespace: $NAMESPACE\n  RefuseForeignPods: true\n"})
 	pod := e.pod("kept", "sleep 8; echo job ran after setup")
 	pod.Annotations = map[string]string{

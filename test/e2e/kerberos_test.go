@@ -25,6 +25,7 @@ import (
 //
 //	flock /tmp/sluice-rig.lock go test -tags e2e -run TestKerberosPod ./test/e2e/
 func TestKerberosPod(t *testing.T) {
+	parallel(t)
 	rig := kerberosRig(t)
 	sshdLog := filepath.Join(rig.Get(t, "RIG_DIR"), "logs", "sshd-login.log")
 	before := gssapiLogins(t, sshdLog)
@@ -78,6 +79,7 @@ func kerberosKeys(t *testing.T, rig *testrig.Rig, principal string) string {
 //
 //	flock /tmp/sluice-rig.lock go test -tags e2e -run TestKerberosWrongPrincipal ./test/e2e/
 func TestKerberosWrongPrincipal(t *testing.T) {
+	parallel(t)
 	rig := kerberosRig(t)
 	good := rig.Get(t, "RIG_KRB5_PRINCIPAL")
 	e := newEnvWith(t, kerberosKeys(t, rig, good), nil)

@@ -18,6 +18,7 @@ import (
 // seconds up), and sleeps past it: slurmctld checks limits every 30s, so
 // the job ends TIMEOUT 60 to 90s after it started.
 func TestTimeLimitFailsWithDeadlineExceeded(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	p := e.pod("overtime", "echo started; sleep 600")
 	p.Annotations = map[string]string{slurm.AnnotationFlags: "--time=1"}

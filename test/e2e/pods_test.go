@@ -55,6 +55,7 @@ func (e *env) logs(name string, opts corev1.PodLogOptions) []string {
 }
 
 func TestPodRunsAsJobWithLogsAndEvents(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	pod := e.create(e.pod("hello", counting(6)))
 	e.waitPod("hello", "its container running", 60*time.Second, containerRunning)
@@ -101,6 +102,7 @@ func containerRunning(p *corev1.Pod) bool {
 }
 
 func TestFailingContainerFailsThePod(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	pod := e.create(e.pod("fails", "echo about to fail; exit 3"))
 	got := e.waitPod("fails", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
@@ -115,6 +117,7 @@ func TestFailingContainerFailsThePod(t *testing.T) {
 }
 
 func TestDeleteCancelsTheJob(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	pod := e.create(e.pod("sleeper", "echo sleeping; sleep 600"))
 	running := e.waitPod("sleeper", "Running", 60*time.Second, func(p *corev1.Pod) bool {
@@ -139,6 +142,7 @@ func TestDeleteCancelsTheJob(t *testing.T) {
 }
 
 func TestRestartAdoptsTheJob(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	pod := e.create(e.pod("survivor", counting(15)))
 	e.waitPod("survivor", "its container running", 60*time.Second, containerRunning)

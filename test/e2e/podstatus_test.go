@@ -15,6 +15,7 @@ import (
 // once its container has started, and each container shows its own start
 // time; kubectl wait --for=condition=Ready returns once it is.
 func TestInitContainerKeepsThePodPending(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	pod := e.pod("init-wait", "echo main; sleep 600")
 	pod.Spec.InitContainers = []corev1.Container{{Name: "wait", Image: e.image, Command: []string{"sh", "-c", "echo waiting; sleep 5"}}}

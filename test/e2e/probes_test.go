@@ -47,6 +47,7 @@ func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodConditi
 // job on the node, in the container's image) that passes 5 s after its
 // container starts makes the pod Ready then, and not before.
 func TestReadinessProbeMakesThePodReady(t *testing.T) {
+	parallel(t)
 	e := newProbesEnv(t)
 	pod := e.pod("ready-late", "sleep 5; touch /mnt/ready; echo ready; sleep 600")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -93,6 +94,7 @@ func TestReadinessProbeMakesThePodReady(t *testing.T) {
 // stopped and the job ends; the hook's file appears in the pod's volume
 // before the job directory goes.
 func TestPreStopHookRunsOnDelete(t *testing.T) {
+	parallel(t)
 	e := newProbesEnv(t)
 	pod := e.pod("pre-stop", "echo started; sleep 600")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -129,6 +131,7 @@ func TestPreStopHookRunsOnDelete(t *testing.T) {
 // pod shows restartCount 1 or more with the killed run as its last state,
 // the kubelet's Killing Event, and its container running again.
 func TestLivenessProbeRestartsTheContainer(t *testing.T) {
+	parallel(t)
 	e := newProbesEnv(t)
 	pod := e.pod("live", "rm -f /mnt/sick; echo run; sleep 5; touch /mnt/sick; sleep 600")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
@@ -181,6 +184,7 @@ func TestLivenessProbeRestartsTheContainer(t *testing.T) {
 // image) runs in the job right after the container starts: the file it
 // writes into the pod's volume is seen by the container.
 func TestPostStartHookRuns(t *testing.T) {
+	parallel(t)
 	e := newProbesEnv(t)
 	pod := e.pod("post-start", "while [ ! -e /mnt/hooked ]; do sleep 0.2; done; echo saw the hook; sleep 600")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -208,6 +212,7 @@ func TestPostStartHookRuns(t *testing.T) {
 // its container terminated with a message naming the probe, and the
 // kubelet's Events say so.
 func TestLivenessProbeKillWithRestartPolicyNever(t *testing.T) {
+	parallel(t)
 	e := newProbesEnv(t)
 	pod := e.pod("live-never", "echo run; sleep 600")
 	grace := int64(5)

@@ -230,6 +230,7 @@ func checkOwned(t *testing.T, path string, mode os.FileMode, uid int) {
 // socket directory afresh; the tunnel's old session ends and a new one
 // serves the job's second run, without the shadow restarting.
 func TestReverseTunnelAfterRequeue(t *testing.T) {
+	parallel(t)
 	e := newTunnelEnv(t)
 	pod := e.create(e.reversePod("rev-rq"))
 	running := e.waitPod("rev-rq", "Running", 120*time.Second, phaseIs(corev1.PodRunning))

@@ -17,6 +17,7 @@ import (
 // anything is submitted; a flag value only sbatch checks is refused by the
 // rig's sbatch, whose words the pod then carries, after one attempt.
 func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 
 	dos := e.pod("dos", "echo hi")

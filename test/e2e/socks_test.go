@@ -78,6 +78,7 @@ func (e *env) redisBeyond(t *testing.T) string {
 // TestSocksRefusedWithoutAllowSocks: a pod asking for a SOCKS proxy on a
 // node without Reverse.AllowSocks fails with the rule, and no job runs.
 func TestSocksRefusedWithoutAllowSocks(t *testing.T) {
+	parallel(t)
 	e := newTunnelEnv(t)
 	created := e.create(e.socksPod("nosocks", "192.0.2.1:6379"))
 	got := e.waitPod("nosocks", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))

@@ -78,6 +78,17 @@ func buildVK(t *testing.T) string {
 	return vkBinary
 }
 
+// parallel marks a test that shares nothing with the others but the rig's
+// capacity: its own namespace, virtual node, pods and jobs; no sshd of the
+// site stopped or reconfigured, no process or session of the site account
+// counted. Go runs such tests together once the serial ones are done (at
+// most -parallel at once), so a serial test never sees their jobs, shadows
+// or sessions. It must be the test's first call.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 func suffix() string {
 	b := make([]byte, 3)
 	rand.Read(b)
