@@ -22,6 +22,7 @@ import (
 // line and end when the container does, and the log of the container that
 // ended is then read at once, taking no place.
 func TestLogFollowersAreCappedAndEndWithTheContainer(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.create(e.pod("chatty", counting(8)))
 	e.waitPod("chatty", "its container running", 60*time.Second, containerRunning)

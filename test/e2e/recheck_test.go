@@ -21,6 +21,7 @@ import (
 // at creation, with the rule in its status and a Warning Event, and no job
 // is ever submitted, not even once the ConfigMap appears.
 func TestSocksPatchedWhileWaitingIsRefused(t *testing.T) {
+	parallel(t)
 	e := newTunnelEnv(t)
 	ctx := context.Background()
 	pod := e.pod("patched", "echo $X")

@@ -21,6 +21,7 @@ import (
 // reason ShadowNamespaceNotTrusted and a Warning Event naming the
 // namespace and the fix.
 func TestShadowNamespaceMadeFirst(t *testing.T) {
+	parallel(t)
 	network := fmt.Sprintf(`    KeySecret: %s
     LoginHostKeys: %s
     NodeHostKeys: %s
