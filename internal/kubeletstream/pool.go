@@ -63,3 +63,10 @@ func decrement(m map[string]int, k string) {
 		delete(m, k)
 	}
 }
+
+// held is how many places are taken on the node.
+func (p *pool) held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.node
+}

@@ -115,3 +115,84 @@ func TestPortForwardStreamsPerSession(t *testing.T) {
 	_, errs := forwardStream(t, conn, streamsPerSession, port)
 	wantMessage(t, errs, "too many port-forward streams in this session", 10*time.Second)
 }
+
+// TestPortForwardStreamIdle: a stream that carried nothing either way for
+// Limits.StreamIdle is ended, with a message, and gives its carrier slot
+// back.
+func TestPortForwardStreamIdle(t *testing.T) {
+	s, pids := srunServer(t)
+	s.Limits = Limits{StreamIdle: 500 * time.Millisecond}
+	srv := kubeletAPI(t, s)
+	port := silentJob(t)
+	conn := forwardConn(t, srv, "ns", "pod")
+	data, errs := forwardStream(t, conn, 0, port)
+	if _, err := data.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	wantMessage(t, errs, "the stream carried nothing either way for 500ms", 20*time.Second)
+	if !waitFor(10*time.Second, func() bool { p := pids(); return len(p) == 1 && !alive(p[0]) }) {
+		t.Errorf("the relay still runs after its stream was ended for idling")
+	}
+	// The session goes on: another stream is carried.
+	data, _ = forwardStream(t, conn, 1, port)
+	if _, err := data.Write([]byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(20*time.Second, func() bool { return len(pids()) == 2 }) {
+		t.Error("the session's next stream was not carried after the first one idled out")
+	}
+}
+
+// chattyJob listens like a job's server that sends without end to each
+// connection.
+func chattyJob(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 32<<10)
+				for {
+					if _, err := c.Write(b); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestPortForwardStalledClient: a session whose client stops reading is
+// closed after Limits.Stall instead of having what the job sends pile up
+// in sluice-vk.
+func TestPortForwardStalledClient(t *testing.T) {
+	s, _ := srunServer(t)
+	s.Limits = Limits{Stall: 300 * time.Millisecond}
+	srv := kubeletAPI(t, s)
+	port := chattyJob(t)
+	conn := forwardConn(t, srv, "ns", "pod")
+	data, _ := forwardStream(t, conn, 0, port)
+	if _, err := data.Write([]byte("GET /big")); err != nil {
+		t.Fatal(err)
+	}
+	// The client reads nothing: its connection's buffers fill, then the
+	// server's writes wait. (The client's own SPDY reader is stuck too, so
+	// it is sluice-vk's side that tells.)
+	if !waitFor(2*time.Second, func() bool { return s.streams.held() == 1 }) {
+		t.Fatal("the stream did not start")
+	}
+	if !waitFor(30*time.Second, func() bool { return s.forwards.held() == 0 && s.streams.held() == 0 }) {
+		t.Fatalf("the session of a client that reads nothing still held %d session(s), %d stream(s) after 30s",
+			s.forwards.held(), s.streams.held())
+	}
+}

@@ -94,8 +94,8 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 		s.serve(t, ctx).ServeHTTP(ww, r.WithContext(ctx))
 		ww.close()
 		attrs := []any{"duration", time.Since(start).Round(time.Millisecond)}
-		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
-			attrs = append(attrs, "err", cause)
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			attrs = append(attrs, "cause", cause)
 		}
 		log.Info("kubeletstream: session ended", attrs...)
 	})
