@@ -2,6 +2,7 @@ package kubeletstream
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,13 +52,23 @@ func forwardConn(t testing.TB, srv *httptest.Server, ns, pod string) httpstream.
 // errs gets what the server writes on the error stream.
 func forwardStream(t testing.TB, conn httpstream.Connection, id, port int) (data httpstream.Stream, errs <-chan string) {
 	t.Helper()
+	data, errs, err := tryForwardStream(conn, id, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, errs
+}
+
+// tryForwardStream is forwardStream, failing when the server reset a
+// stream it refused before it was made.
+func tryForwardStream(conn httpstream.Connection, id, port int) (data httpstream.Stream, errs <-chan string, err error) {
 	h := http.Header{}
 	h.Set(corev1.StreamType, corev1.StreamTypeError)
 	h.Set(corev1.PortHeader, strconv.Itoa(port))
 	h.Set(corev1.PortForwardRequestIDHeader, strconv.Itoa(id))
 	es, err := conn.CreateStream(h)
 	if err != nil {
-		t.Fatalf("error stream: %v", err)
+		return nil, nil, fmt.Errorf("error stream: %w", err)
 	}
 	es.Close() // kubectl writes nothing on it
 	c := make(chan string, 1)
@@ -68,9 +79,9 @@ func forwardStream(t testing.TB, conn httpstream.Connection, id, port int) (data
 	h.Set(corev1.StreamType, corev1.StreamTypeData)
 	data, err = conn.CreateStream(h)
 	if err != nil {
-		t.Fatalf("data stream: %v", err)
+		return nil, nil, fmt.Errorf("data stream: %w", err)
 	}
-	return data, c
+	return data, c, nil
 }
 
 // wantMessage waits up to d for a message on errs that holds want.

@@ -15,7 +15,7 @@ import (
 
 // silentJob listens like a job's server that accepts connections and
 // never answers nor closes them.
-func silentJob(t *testing.T) int {
+func silentJob(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,7 +36,7 @@ func silentJob(t *testing.T) int {
 
 // srunServer is execServer carrying port-forward with srun; pids lists the
 // relays srun started (a wrapper records each one's PID).
-func srunServer(t *testing.T) (s *Server, pids func() []int) {
+func srunServer(t testing.TB) (s *Server, pids func() []int) {
 	t.Helper()
 	s, _ = execServer(t)
 	relay := buildRelay(t)

@@ -15,7 +15,7 @@ import (
 )
 
 // buildRelay builds cmd/sluice-relay for the fake srun to run.
-func buildRelay(t *testing.T) string {
+func buildRelay(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	out := filepath.Join(t.TempDir(), "sluice-relay")
