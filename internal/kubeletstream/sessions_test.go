@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ func (f fakeJobs) RunningJob(namespace, name string) (provider.RunningJob, error
 }
 
 func TestWrapRefusesAndLogsWithTheUser(t *testing.T) {
-	var logs bytes.Buffer
+	var logs lockedBuffer
 	s := &Server{
 		Jobs:   fakeJobs{"ns/run": nil, "ns/pending": fmt.Errorf("pod ns/pending: %w", provider.ErrNotRunning)},
 		Limits: Limits{PerPod: 1, PerNode: 1},
@@ -184,6 +185,25 @@ func TestWrapRefusesAndLogsWithTheUser(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer for logs written by the server's
+// goroutines while the test reads them.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // withUser puts user into each request's context, as sluice-vk's
