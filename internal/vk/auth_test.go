@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -119,4 +121,19 @@ func TestRunsInPod(t *testing.T) {
 			t.Errorf("runsInPod(%q) = %v; want %v", p, got, want)
 		}
 	}
+}
+
+func FuzzRunsInPod(f *testing.F) {
+	for _, p := range []string{"/exec/a/b/c", "//portForward/x", "/./run", "/pods", "/a/../attach/x", "%2fexec"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		// The same request however its path is spelled.
+		if runsInPod(p) != runsInPod(path.Clean("/"+p)) {
+			t.Errorf("runsInPod(%q) differs from its cleaned path's", p)
+		}
+		if first, _, _ := strings.Cut(strings.TrimPrefix(path.Clean("/"+p), "/"), "/"); strings.EqualFold(first, "exec") && !runsInPod(p) {
+			t.Errorf("runsInPod(%q) = false for an exec", p)
+		}
+	})
 }
