@@ -59,7 +59,7 @@ func (nopCloser) Close() error { return nil }
 
 // execServer is a Server whose login node is an in-process SSH server
 // with a fake srun on PATH, and whose job directory holds an env file.
-func execServer(t *testing.T) (*Server, string) {
+func execServer(t testing.TB) (*Server, string) {
 	t.Helper()
 	bin := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bin, "srun"), []byte(fakeSrun), 0o755); err != nil {

@@ -18,10 +18,12 @@ const dialTimeout = 30 * time.Second
 // the pod's batch host: a direct-tcpip channel on the node's own sshd,
 // reached through the login node, or with Srun an srun step into the job
 // (forwardBySrun). It returns when both directions ended
-// (each half-closed when the other side reached EOF) or one failed; a port
-// nobody listens on is an error at once. The stream is read from the start
-// (readAhead): one left unread stalls the connection's other streams. It
-// is virtual-kubelet's api.PortForwardHandlerFunc.
+// (each half-closed when the other side reached EOF) or one failed, when
+// ctx ends (the session's connection ended), or when the stream carried
+// nothing for Limits.StreamIdle; a port nobody listens on is an error at
+// once. The streams of a pod, of a namespace and of the node are bounded
+// (Limits): one beyond is refused. The stream is read from the start
+// (readAhead): one left unread stalls the connection's other streams.
 func (s *Server) PortForward(ctx context.Context, namespace, pod string, port int32, stream io.ReadWriteCloser) error {
 	if port < 1 || port > 65535 {
 		return fmt.Errorf("port-forward: port %d out of range", port)
@@ -33,10 +35,18 @@ func (s *Server) PortForward(ctx context.Context, namespace, pod string, port in
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
 	}
+	release, err := s.streams.acquire(s.Limits.streams(), namespace, pod)
+	if err != nil {
+		reset(stream)
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	defer release()
 	ra := newReadAhead(stream, maxReadAhead)
 	defer ra.Close()
+	ctx, stop := idleContext(ctx, ra, s.Limits.streamIdle())
+	defer stop()
 	if s.Srun != nil {
-		return s.forwardBySrun(ctx, job, port, ra)
+		return s.forwardBySrun(ctx, job, namespace, port, ra)
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()

@@ -35,29 +35,61 @@ type SrunCarrier struct {
 	// if need be (slurm.Client.PlaceRelay). Required.
 	Relay func(ctx context.Context) (string, error)
 
-	once  sync.Once
-	slots chan struct{}
+	mu         sync.Mutex
+	held       int
+	namespaces map[string]int
+	freed      chan struct{} // closed, and made anew, when a slot is given back
 }
 
-// acquire waits for one of the maxCarried slots, unless ctx ends or abort
-// is closed first; release gives it back.
-func (c *SrunCarrier) acquire(ctx context.Context, abort <-chan struct{}) (release func(), err error) {
-	c.once.Do(func() { c.slots = make(chan struct{}, maxCarried) })
-	select {
-	case c.slots <- struct{}{}:
-		return func() { <-c.slots }, nil
-	case <-abort:
-		return nil, fmt.Errorf("wait for a carried stream to end: %w", errReadAheadFull)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for a carried stream to end: %w", ctx.Err())
+// acquire waits for one of the maxCarried slots, of which namespace may
+// hold share at once, unless ctx ends or abort is closed first; release
+// gives it back.
+func (c *SrunCarrier) acquire(ctx context.Context, namespace string, share int, abort <-chan struct{}) (release func(), err error) {
+	for {
+		c.mu.Lock()
+		if c.held < maxCarried && c.namespaces[namespace] < share {
+			if c.namespaces == nil {
+				c.namespaces = map[string]int{}
+			}
+			c.held++
+			c.namespaces[namespace]++
+			c.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { c.release(namespace) }) }, nil
+		}
+		if c.freed == nil {
+			c.freed = make(chan struct{})
+		}
+		freed := c.freed
+		c.mu.Unlock()
+		select {
+		case <-freed:
+		case <-abort:
+			return nil, fmt.Errorf("wait for a carried stream to end: %w", errReadAheadFull)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for a carried stream to end: %w", context.Cause(ctx))
+		}
+	}
+}
+
+func (c *SrunCarrier) release(namespace string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held--
+	decrement(c.namespaces, namespace)
+	if c.freed != nil {
+		close(c.freed)
+		c.freed = nil
 	}
 }
 
 // forwardBySrun carries one stream to port on the loopback of job's batch
 // host: srun into the job runs the relay, whose standard streams are
-// joined to stream, which is read (readAhead) while it waits for a slot. It returns when both directions ended, or at once with
-// the relay's message when nothing listens on the port.
-func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, port int32, stream *readAhead) error {
+// joined to stream, which is read (readAhead) while it waits for a slot
+// (namespace's share of them: Limits). It returns when both directions
+// ended or ctx did, or at once with the relay's message when nothing
+// listens on the port.
+func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, namespace string, port int32, stream *readAhead) error {
 	relay, err := s.Srun.Relay(ctx)
 	if err != nil {
 		return fmt.Errorf("port-forward: relay binary: %w", err)
@@ -66,7 +98,7 @@ func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, por
 	if err != nil {
 		return err
 	}
-	release, err := s.Srun.acquire(ctx, stream.overflow())
+	release, err := s.Srun.acquire(ctx, namespace, s.Limits.share(maxCarried), stream.overflow())
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
 	}
@@ -134,7 +166,9 @@ func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, por
 			_ = stop(sess, waited)
 		}
 	case <-ctx.Done():
-		err = stop(sess, waited)
+		// srun's own end, after the SIGTERM, says nothing of why.
+		_ = stop(sess, waited)
+		err = context.Cause(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)

@@ -2,6 +2,7 @@ package kubeletstream
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -14,7 +15,7 @@ import (
 )
 
 // buildRelay builds cmd/sluice-relay for the fake srun to run.
-func buildRelay(t *testing.T) string {
+func buildRelay(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	out := filepath.Join(t.TempDir(), "sluice-relay")
@@ -115,24 +116,66 @@ func TestPortForwardBySrun(t *testing.T) {
 
 func TestCarrierSlots(t *testing.T) {
 	var c SrunCarrier
+	ctx := context.Background()
 	var releases []func()
-	for range maxCarried {
-		r, err := c.acquire(context.Background(), nil)
+	for i := range maxCarried {
+		r, err := c.acquire(ctx, fmt.Sprint("ns", i), 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		releases = append(releases, r)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := c.acquire(ctx, nil); err == nil {
+	if _, err := c.acquire(short, "other", 1, nil); err == nil {
 		t.Fatalf("got a slot beyond %d; want to wait", maxCarried)
 	}
 	releases[0]()
-	if r, err := c.acquire(context.Background(), nil); err != nil {
+	releases[0]() // a second release does nothing
+	if r, err := c.acquire(ctx, "other", 1, nil); err != nil {
 		t.Errorf("got %v after a slot was given back", err)
 	} else {
 		r()
+	}
+}
+
+// TestCarrierNamespaceShare: a namespace holding its share of the slots
+// waits for one of its own to end, while another namespace is served.
+func TestCarrierNamespaceShare(t *testing.T) {
+	var c SrunCarrier
+	ctx := context.Background()
+	share := (Limits{}).share(maxCarried)
+	var mine []func()
+	for range share {
+		r, err := c.acquire(ctx, "greedy", share, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, r)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := c.acquire(ctx, "greedy", share, nil)
+		if err == nil {
+			got <- r
+		}
+	}()
+	r, err := c.acquire(ctx, "other", share, nil)
+	if err != nil {
+		t.Fatalf("another namespace: %v; want a slot", err)
+	}
+	r()
+	select {
+	case <-got:
+		t.Fatalf("namespace greedy got a slot beyond its share of %d", share)
+	case <-time.After(200 * time.Millisecond):
+	}
+	mine[0]()
+	select {
+	case r := <-got:
+		r()
+	case <-time.After(5 * time.Second):
+		t.Fatal("namespace greedy got no slot after one of its own ended")
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // maxReadAhead bounds what a stream waiting for its carrier may send
@@ -39,6 +41,7 @@ type readAhead struct {
 	started bool
 	closed  bool
 	full    chan struct{} // closed when over is set
+	last    atomic.Int64  // when the stream last carried bytes either way, in Unix nanoseconds
 }
 
 // errReadAheadFull is the error of a stream that sent more than
@@ -48,6 +51,7 @@ var errReadAheadFull = fmt.Errorf("the stream sent more than %d bytes while it w
 func newReadAhead(rwc io.ReadWriteCloser, max int) *readAhead {
 	r := &readAhead{rwc: rwc, max: max, full: make(chan struct{})}
 	r.cond = sync.NewCond(&r.mu)
+	r.touch()
 	go r.fill()
 	return r
 }
@@ -57,6 +61,9 @@ func (r *readAhead) fill() {
 	b := make([]byte, 32<<10)
 	for {
 		n, err := r.rwc.Read(b)
+		if n > 0 {
+			r.touch()
+		}
 		r.mu.Lock()
 		for r.started && !r.closed && len(r.buf)+n > r.max {
 			r.cond.Wait()
@@ -114,7 +121,19 @@ func (r *readAhead) Read(p []byte) (int, error) {
 	return 0, r.err
 }
 
-func (r *readAhead) Write(p []byte) (int, error) { return r.rwc.Write(p) }
+func (r *readAhead) Write(p []byte) (int, error) {
+	n, err := r.rwc.Write(p)
+	if n > 0 {
+		r.touch()
+	}
+	return n, err
+}
+
+func (r *readAhead) touch() { r.last.Store(time.Now().UnixNano()) }
+
+// lastActive is when the stream last carried bytes either way (or was
+// opened).
+func (r *readAhead) lastActive() time.Time { return time.Unix(0, r.last.Load()) }
 
 // CloseWrite closes the stream, which for SPDY and websocket streams ends
 // its write side only: what the client sends is still read.

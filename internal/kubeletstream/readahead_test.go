@@ -146,7 +146,7 @@ func TestCarrierReadsWaitingStreams(t *testing.T) {
 	s.Srun = &SrunCarrier{Relay: func(context.Context) (string, error) { return "/bin/relay", nil }}
 	var releases []func()
 	for range maxCarried {
-		r, err := s.Srun.acquire(context.Background(), nil)
+		r, err := s.Srun.acquire(context.Background(), "elsewhere", maxCarried, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

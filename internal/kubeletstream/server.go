@@ -33,12 +33,14 @@ type Server struct {
 	// Output follows the containers' output, for attach. If nil, attach
 	// answers errNoAttach.
 	Output Output
-	// Limits bound the sessions open at once; see Sessions.
+	// Limits bound the sessions and streams open at once, and how long
+	// they last.
 	Limits Limits
 	// Logger. If nil, slog.Default().
 	Logger *slog.Logger
 
-	sessions sessions
+	// the sessions of each kind, and the port-forward streams
+	execs, attaches, forwards, streams pool
 }
 
 // ErrNoNodeHostKeys is port-forward's answer on a node without pinned

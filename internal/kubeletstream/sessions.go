@@ -1,77 +1,19 @@
 package kubeletstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
-
-// Limits bound the streaming sessions open at once.
-type Limits struct {
-	// PerPod and PerNode bound the sessions of one pod and of the whole
-	// node. If zero, 4 and 8. Each exec holds a session on the one login
-	// connection, so PerNode stays within the login sshd's MaxSessions
-	// (OpenSSH: 10).
-	PerPod, PerNode int
-}
-
-func (l Limits) perPod() int {
-	if l.PerPod <= 0 {
-		return 4
-	}
-	return l.PerPod
-}
-
-func (l Limits) perNode() int {
-	if l.PerNode <= 0 {
-		return 8
-	}
-	return l.PerNode
-}
-
-// sessions counts the open sessions.
-type sessions struct {
-	mu    sync.Mutex
-	pods  map[string]int
-	total int
-}
-
-// errTooMany is the refusal of a session beyond a limit.
-var errTooMany = errors.New("too many sessions")
-
-func (s *sessions) acquire(l Limits, pod string) (func(), error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.total >= l.perNode():
-		return nil, fmt.Errorf("%w on this node (at most %d at once)", errTooMany, l.perNode())
-	case s.pods[pod] >= l.perPod():
-		return nil, fmt.Errorf("%w on pod %s (at most %d at once)", errTooMany, pod, l.perPod())
-	}
-	if s.pods == nil {
-		s.pods = map[string]int{}
-	}
-	s.pods[pod]++
-	s.total++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.total--
-			if s.pods[pod]--; s.pods[pod] == 0 {
-				delete(s.pods, pod)
-			}
-		})
-	}, nil
-}
 
 // target is what a streaming request's path names.
 type target struct {
@@ -99,12 +41,15 @@ func parseTarget(path string) (target, bool) {
 	return t, true
 }
 
-// Wrap serves the streaming requests of next only for pods whose job runs
-// and within the limits (429 beyond them), and logs each session, its
-// requesting user (request.UserFrom) and how long it lasted. That user is
-// the API server's own identity, which opens every session for the
-// kubectl user: who that was is in the API server's audit log. Other
-// requests go to next as they are.
+// Wrap serves the streaming requests (exec, attach, port-forward) itself,
+// and passes other requests to next as they are. It serves a session only
+// for a pod whose job runs and within the Limits (429 beyond them), each
+// kind counted apart and a namespace within its share of the node; it logs
+// each session, its requesting user (request.UserFrom) and how long it
+// lasted. That user is the API server's own identity, which opens every
+// session for the kubectl user: who that was is in the API server's audit
+// log. A port-forward stream ends with its session's connection; a session
+// whose client stops reading is closed after Limits.Stall.
 func (s *Server) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, ok := parseTarget(r.URL.Path)
@@ -135,19 +80,62 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 			http.Error(w, t.kind+": "+err.Error(), refusalStatus(err))
 			return
 		}
-		release, err := s.sessions.acquire(s.Limits, t.namespace+"/"+t.pod)
+		release, err := s.pool(t.kind).acquire(s.Limits.sessions(), t.namespace, t.pod)
 		if err != nil {
 			log.Warn("kubeletstream: session refused", "err", err)
 			http.Error(w, t.kind+": "+err.Error(), http.StatusTooManyRequests)
 			return
 		}
 		defer release()
+		ctx, end := context.WithCancelCause(r.Context())
+		defer end(nil)
 		start := time.Now()
 		log = log.With("job", job.Ref.JobID, "host", job.Host)
 		log.Info("kubeletstream: session started", "command", commandName(r))
-		next.ServeHTTP(w, r)
-		log.Info("kubeletstream: session ended", "duration", time.Since(start).Round(time.Millisecond))
+		ww := &watchedWriter{ResponseWriter: w, stall: s.Limits.stall(), end: end}
+		s.serve(t, ctx).ServeHTTP(ww, r.WithContext(ctx))
+		ww.close()
+		attrs := []any{"duration", time.Since(start).Round(time.Millisecond)}
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			attrs = append(attrs, "cause", cause)
+		}
+		log.Info("kubeletstream: session ended", attrs...)
 	})
+}
+
+// serve is the handler of one session of t: virtual-kubelet's, given the
+// session's target and timeouts, and for port-forward the session's
+// context, which it does not give the streams itself.
+func (s *Server) serve(t target, session context.Context) http.Handler {
+	execOpts := []api.ContainerExecHandlerOption{
+		api.WithExecStreamCreationTimeout(s.Limits.creation()),
+		api.WithExecStreamIdleTimeout(s.Limits.idle()),
+	}
+	switch t.kind {
+	case "exec":
+		return api.HandleContainerExec(func(ctx context.Context, _, _, _ string, cmd []string, attach api.AttachIO) error {
+			return s.Exec(ctx, t.namespace, t.pod, t.container, cmd, attach)
+		}, execOpts...)
+	case "attach":
+		return api.HandleContainerAttach(func(ctx context.Context, _, _, _ string, attach api.AttachIO) error {
+			return s.Attach(ctx, t.namespace, t.pod, t.container, attach)
+		}, execOpts...)
+	}
+	fs := &forwardSession{ctx: session}
+	return api.HandlePortForward(func(_ context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
+		return s.forwardInSession(fs, t.namespace, t.pod, port, stream)
+	}, api.WithPortForwardCreationTimeout(s.Limits.creation()), api.WithPortForwardStreamIdleTimeout(s.Limits.idle()))
+}
+
+// pool is the count of the sessions of kind.
+func (s *Server) pool(kind string) *pool {
+	switch kind {
+	case "exec":
+		return &s.execs
+	case "attach":
+		return &s.attaches
+	}
+	return &s.forwards
 }
 
 // refusalStatus is the HTTP status of a session refused for err.

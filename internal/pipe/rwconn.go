@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -16,6 +17,9 @@ type RWConn struct {
 	W io.WriteCloser
 	// Name is its address's string, for errors and logs.
 	Name string
+
+	wOnce sync.Once // W is closed once: a relay may half-close it as its context ends
+	wErr  error
 }
 
 var _ net.Conn = (*RWConn)(nil)
@@ -26,14 +30,21 @@ func (c *RWConn) Write(p []byte) (int, error) { return c.W.Write(p) }
 // CloseWrite closes W. A W whose reader is gone already (an SSH session
 // whose command ended: io.EOF) is closed all the same, without error.
 func (c *RWConn) CloseWrite() error {
-	if err := c.W.Close(); err != nil && !errors.Is(err, io.EOF) {
+	if err := c.closeW(); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil
 }
 
 // Close closes R and W.
-func (c *RWConn) Close() error { return errors.Join(c.R.Close(), c.W.Close()) }
+func (c *RWConn) Close() error { return errors.Join(c.R.Close(), c.closeW()) }
+
+// closeW closes W the first time; an SSH session's stdin is not safe to
+// close from two goroutines at once.
+func (c *RWConn) closeW() error {
+	c.wOnce.Do(func() { c.wErr = c.W.Close() })
+	return c.wErr
+}
 
 func (c *RWConn) LocalAddr() net.Addr              { return rwAddr(c.Name) }
 func (c *RWConn) RemoteAddr() net.Addr             { return rwAddr(c.Name) }

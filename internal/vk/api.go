@@ -23,10 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// streamIdleTimeout ends a streaming session (port-forward, exec) idle this
-// long, as a kubelet does by default.
-const streamIdleTimeout = 4 * time.Hour
-
 // kubeletServer is the node's kubelet API: HTTPS, clients authenticated by
 // a certificate of the cluster's client CA and authorised with a
 // SubjectAccessReview (nodes/proxy, nodes/log…), as a kubelet does.
@@ -63,16 +59,11 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 	if err != nil {
 		return nil, err
 	}
+	// streams.Wrap serves exec, attach and port-forward itself, with its
+	// bounds and timeouts; the pod handler serves the rest.
 	h := api.PodHandler(api.PodHandlerConfig{
-		PortForward:       streams.PortForward,
-		RunInContainer:    streams.Exec,
-		AttachToContainer: streams.Attach,
-		// A kubelet's streamingConnectionIdleTimeout. Both are set:
-		// virtual-kubelet v1.14 swaps the two for port-forward.
-		StreamIdleTimeout:     streamIdleTimeout,
-		StreamCreationTimeout: streamIdleTimeout,
-		GetContainerLogs:      prov.GetContainerLogs,
-		GetPods:               prov.GetPods,
+		GetContainerLogs: prov.GetContainerLogs,
+		GetPods:          prov.GetPods,
 		GetPodsFromKubernetes: func(context.Context) ([]*corev1.Pod, error) {
 			return pods.List(labels.Everything())
 		},

@@ -31,8 +31,9 @@ func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstr
 		Output:  output,
 		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime),
 		Site:    siteOpts,
-		Limits:  kubeletstream.Limits{PerPod: cfg.Node.KubeletAPI.MaxSessionsPerPod, PerNode: cfg.Node.KubeletAPI.MaxSessionsPerNode},
-		Logger:  log,
+		Limits: kubeletstream.Limits{PerPod: cfg.Node.KubeletAPI.MaxSessionsPerPod, PerNode: cfg.Node.KubeletAPI.MaxSessionsPerNode,
+			Confined: cfg.Network.TenantNamespace != "" && cfg.Network.RefuseForeignPods},
+		Logger: log,
 	}
 	h := cfg.Network.SSH
 	// srun carries port-forward only where the node hop cannot: with node
