@@ -9,7 +9,8 @@
 // session processes are counted by tests), so one test binary uses it at a
 // time: the first Load of a process takes the rig's lock and holds it until
 // the process exits. `go test` may then build and run the packages in
-// parallel; those with rig tests wait for each other.
+// parallel; those with rig tests wait for each other. (tests.lock, not
+// rig.sh's own rig.lock, which a test's rig.sh restart takes.)
 package testrig
 
 import (
@@ -39,7 +40,7 @@ func Load(t testing.TB) *Rig {
 	if err != nil {
 		Unavailable(t, "rig not up (run hack/rig/rig.sh up): "+err.Error())
 	}
-	lockOnce.Do(func() { lockWait, lockErr = lock(filepath.Join(filepath.Dir(rigenv.File()), "rig.lock")) })
+	lockOnce.Do(func() { lockWait, lockErr = lock(filepath.Join(filepath.Dir(rigenv.File()), "tests.lock")) })
 	if lockErr != nil {
 		t.Fatal(lockErr)
 	}
