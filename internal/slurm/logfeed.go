@@ -423,7 +423,7 @@ func (r *feedReader) take(ctx context.Context) (lines []feedLine, skipped int64,
 // lines the feed sends, until the feed or ctx ends.
 func (r *feedReader) copy(ctx context.Context, c *Client, lc *logCopy, lineOff int64) error {
 	if r.start < lineOff {
-		err := lc.copy(ctx, c.Site, r.start, lineOff)
+		err := lc.copy(ctx, c.history(), r.start, lineOff)
 		if errors.Is(err, fs.ErrNotExist) {
 			return lc.result(lc.flush()) // the job directory went
 		}
