@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"path"
 	"strings"
@@ -56,4 +57,33 @@ func TestSubmittedAnnotations(t *testing.T) {
 	if got, err := c.Submitted(ctx, ref); err != nil || got != nil {
 		t.Errorf("a job submitted before them: Submitted: %v, %v; want nil, nil", got, err)
 	}
+}
+
+// FuzzSubmitted: whatever a job of the site account writes in place of its
+// annotations.json, Submitted gives back nil or the map the file holds,
+// never an error that would hold the pod.
+func FuzzSubmitted(f *testing.F) {
+	for _, seed := range []string{`{"interlink.eu/x":"1"}`, "null", "{}", "[]", `{"a":1}`, "\x00", `{"a":"\u0000"}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, site, _ := newTestClient(t)
+		ref := c.Ref("lab", sampleUID, "5")
+		site.put(path.Join(ref.Dir, annotationsFile), string(data))
+		got, err := c.Submitted(context.Background(), ref)
+		if err != nil {
+			t.Fatalf("Submitted: %v", err)
+		}
+		var want map[string]string
+		if json.Unmarshal(data, &want) == nil && len(data) <= maxAnnotationsFile {
+			if want == nil {
+				want = map[string]string{}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("Submitted: %v; want %v", got, want)
+			}
+		} else if got != nil {
+			t.Errorf("Submitted of a file that holds no annotations: %v; want nil", got)
+		}
+	})
 }
