@@ -94,7 +94,7 @@ func (st *podState) freeze(pod *corev1.Pod) []string {
 // before) is checked as it is.
 func (p *Provider) recoverFrozen(ctx context.Context, st *podState) ([]string, error) {
 	p.mu.Lock()
-	adoptable := st.adoptable && st.submittedWith == nil
+	adoptable := st.adoptable && !st.recovered && st.submittedWith == nil
 	ref := st.ref
 	p.mu.Unlock()
 	if !adoptable {
@@ -106,7 +106,7 @@ func (p *Provider) recoverFrozen(ctx context.Context, st *podState) ([]string, e
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st.adoptable = false
+	st.recovered = true
 	if a == nil {
 		return nil, nil
 	}

@@ -67,3 +67,30 @@ func TestAnnotationsStayFrozenAcrossRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedAfterRestartCancelsTheJob: a pod met again after a restart
+// whose job no longer passes the node's rules (the operator turned SOCKS
+// off meanwhile) is refused, and its job, which runs, is cancelled with
+// it: a Failed pod leaves no job at the site, outside its quota and
+// replaced by its controller.
+func TestRefusedAfterRestartCancelsTheJob(t *testing.T) {
+	pod := testPod("tightened")
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+	pod.Annotations = map[string]string{annotations.ReverseSocksPort: "1080"}
+	pod.Finalizers = []string{Finalizer}
+	pod.Status.HostIP = "10.0.0.9"
+	now := metav1.Now()
+	pod.Status.StartTime = &now
+	h := newHarness(t, reverseSite, pod) // AllowSocks is off
+	h.jobs.jobs[string(pod.UID)] = "101"
+	h.jobs.submitted = map[string]map[string]string{string(pod.UID): maps.Clone(pod.Annotations)}
+	if err := h.p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	h.waitPhase(pod, corev1.PodFailed)
+	h.waitFor("the job cancelled", func() bool {
+		_, _, cancels, _ := h.jobs.counts()
+		return cancels == 1
+	})
+	h.waitEvent("Normal Cancelled cancelled the pod's Slurm job, submitted before sluice-vk restarted: the pod is refused")
+}
