@@ -41,9 +41,14 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		p.parkDaemonSetPod(st, ds, pod.Status.Reason == ReasonDaemonSetPod)
 		return nil
 	}
-	if r := p.precheck(pod); r != nil {
-		p.refuse(st, r)
-		return nil
+	// A pod that may have a job from before a restart is checked by its
+	// first attempt, with the annotations the job was submitted with
+	// (recoverFrozen), not with those patched since.
+	if !st.adoptable {
+		if r := p.precheck(pod); r != nil {
+			p.refuse(st, r)
+			return nil
+		}
 	}
 	if !restarted {
 		// told once: not again when the virtual kubelet restarts

@@ -16,12 +16,14 @@ import (
 // patched after its job was submitted, met again after the virtual kubelet
 // restarted, keeps the annotations the job was submitted with, as its job
 // directory recorded them: the adopted job's shadow, its reverse tunnel and
-// its deletion follow them, and the change is told, not applied.
+// its deletion follow them, and the change is told, not applied, even one
+// the node would refuse.
 func TestAnnotationsStayFrozenAcrossRestart(t *testing.T) {
 	pod := testPod("restarted")
 	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
 	submitted := map[string]string{annotations.ReverseForwards: "redis:6379"}
-	pod.Annotations = map[string]string{annotations.ReverseForwards: "db:5432", "team": "b"}
+	// patched since: another forward, and a SOCKS proxy the node refuses
+	pod.Annotations = map[string]string{annotations.ReverseForwards: "db:5432", annotations.ReverseSocksPort: "1080", "team": "b"}
 	pod.Finalizers = []string{Finalizer}
 	pod.Status.HostIP = "10.0.0.9"
 	now := metav1.Now()
@@ -39,7 +41,7 @@ func TestAnnotationsStayFrozenAcrossRestart(t *testing.T) {
 		t.Fatalf("CreatePod: %v", err)
 	}
 	h.waitEvent("Normal Adopted adopted Slurm job 101")
-	h.waitEvent("Warning AnnotationChangeIgnored " + annotations.ReverseForwards + " changed after the pod was submitted as Slurm job 101")
+	h.waitEvent("Warning AnnotationChangeIgnored " + annotations.ReverseForwards + ", " + annotations.ReverseSocksPort + " changed after the pod was submitted as Slurm job 101")
 
 	h.jobs.mu.Lock()
 	job := h.jobs.lastJob
