@@ -26,7 +26,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	st := &podState{pod: pod.DeepCopy(), ref: p.cfg.Jobs.Ref(pod.Namespace, string(pod.UID), ""), finalizer: hasFinalizer(pod),
-		wake: make(chan struct{}, 1)}
+		adoptable: hasFinalizer(pod), wake: make(chan struct{}, 1)}
 	restarted := pod.Status.StartTime != nil && pod.Status.HostIP == p.cfg.InternalIP && hasFinalizer(pod)
 	if restarted {
 		// ours before a restart: keep what was reported until the next poll
@@ -41,9 +41,14 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		p.parkDaemonSetPod(st, ds, pod.Status.Reason == ReasonDaemonSetPod)
 		return nil
 	}
-	if r := p.precheck(pod); r != nil {
-		p.refuse(st, r)
-		return nil
+	// A pod that may have a job from before a restart is checked by its
+	// first attempt, with the annotations the job was submitted with
+	// (recoverFrozen), not with those patched since.
+	if !st.adoptable {
+		if r := p.precheck(pod); r != nil {
+			p.refuse(st, r)
+			return nil
+		}
 	}
 	if !restarted {
 		// told once: not again when the virtual kubelet restarts
@@ -125,6 +130,10 @@ func (p *Provider) attempt(ctx context.Context, st *podState) (bool, error) {
 // annotations may have changed since (UpdatePod), and whatever the job and
 // the shadow are made from must pass the site's rules.
 func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
+	recovered, err := p.recoverFrozen(ctx, st)
+	if err != nil {
+		return false, &waitError{reason: reasonSubmitError, err: err}
+	}
 	p.mu.Lock()
 	pod := st.pod.DeepCopy()
 	p.mu.Unlock()
@@ -161,6 +170,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 		st.finalizer = true
 		p.mu.Unlock()
 	}
+	job.Annotations = prefixed(pod.Annotations) // kept with the job, for a restart (recoverFrozen)
 	id, err := p.cfg.Jobs.Submit(ctx, job)
 	var rerr *slurm.RefusedError
 	switch {
@@ -185,6 +195,9 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	}
 	st.waitMsg = ""
 	changed := st.freeze(pod)
+	if changed == nil {
+		changed = recovered // told now that the job's ID is known
+	}
 	cur := st.pod.DeepCopy()
 	p.mu.Unlock()
 	p.tellChangeIgnored(cur, id, changed)

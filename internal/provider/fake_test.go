@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,9 @@ type fakeJobs struct {
 	nextID      int
 	hang        map[string]bool   // Submit of these UIDs waits for its ctx to end
 	salts       map[string]string // by UID: what Submit gave each reverse job
+	// submitted are the annotations each job was submitted with, by UID,
+	// as its job directory keeps them (Submitted)
+	submitted map[string]map[string]string
 }
 
 var _ Jobs = (*fakeJobs)(nil)
@@ -81,11 +85,21 @@ func (f *fakeJobs) Submit(ctx context.Context, job *slurm.Job) (slurm.JobID, err
 	if id, ok := f.jobs[job.UID]; ok {
 		return id, nil // adopted
 	}
+	if f.submitted == nil {
+		f.submitted = map[string]map[string]string{}
+	}
+	f.submitted[job.UID] = maps.Clone(job.Annotations)
 	f.nextID++
 	id := slurm.JobID(fmt.Sprint(f.nextID))
 	f.jobs[job.UID] = id
 	f.statuses[job.UID] = slurm.Status{JobID: id, State: slurm.StatePending, Reason: "Priority"}
 	return id, nil
+}
+
+func (f *fakeJobs) Submitted(_ context.Context, ref slurm.JobRef) (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.submitted[ref.UID]), nil
 }
 
 func (f *fakeJobs) Status(_ context.Context, refs []slurm.JobRef) (map[string]slurm.Status, error) {

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -82,6 +83,36 @@ func (st *podState) freeze(pod *corev1.Pod) []string {
 	st.submittedWith = prefixed(pod.Annotations)
 	changed, _ := st.applyMeta(*st.pod.ObjectMeta.DeepCopy())
 	return changed
+}
+
+// recoverFrozen keeps, for a pod met again after a restart, the annotations
+// its job was submitted with, as the job directory kept them (Jobs.Submitted),
+// and returns those the pod now sets otherwise: they were patched while no
+// process held the pod, and the adopted job, its shadow and its deletion
+// must follow what the job was made with. It does so once, at the first
+// attempt; a pod whose job kept none (none was submitted, or by a version
+// before) is checked as it is.
+func (p *Provider) recoverFrozen(ctx context.Context, st *podState) ([]string, error) {
+	p.mu.Lock()
+	adoptable := st.adoptable && !st.recovered && st.submittedWith == nil
+	ref := st.ref
+	p.mu.Unlock()
+	if !adoptable {
+		return nil, nil
+	}
+	a, err := p.cfg.Jobs.Submitted(ctx, ref)
+	if err != nil {
+		return nil, err // the slurm package names the file
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st.recovered = true
+	if a == nil {
+		return nil, nil
+	}
+	was := st.pod.DeepCopy()
+	was.Annotations = prefixed(a)
+	return st.freeze(was), nil
 }
 
 // tellChangeIgnored records the Warning Event of annotations that changed

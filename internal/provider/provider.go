@@ -29,6 +29,9 @@ import (
 // Jobs is the Slurm side of the provider; *slurm.Client implements it.
 type Jobs interface {
 	Submit(ctx context.Context, job *slurm.Job) (slurm.JobID, error)
+	// Submitted gives back the annotations a submitted job was made with
+	// (Job.Annotations), nil when none were kept.
+	Submitted(ctx context.Context, ref slurm.JobRef) (map[string]string, error)
 	Status(ctx context.Context, refs []slurm.JobRef) (map[string]slurm.Status, error)
 	Cancel(ctx context.Context, ref slurm.JobRef) error
 	Remove(ctx context.Context, ref slurm.JobRef) error

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -203,11 +204,7 @@ func TestAnnotationsFrozenOnceSubmitted(t *testing.T) {
 	}
 
 	running("node2") // requeued elsewhere: the shadow follows
-	h.waitFor("the shadow told of node2", func() bool {
-		shadows.mu.Lock()
-		defer shadows.mu.Unlock()
-		return len(shadows.nodes) == 2
-	})
+	h.waitShadowNodes(shadows, 2)
 	h.deleteAndForget(pod)
 	shadows.mu.Lock()
 	defer shadows.mu.Unlock()
@@ -229,6 +226,16 @@ func TestAnnotationsFrozenOnceSubmitted(t *testing.T) {
 	if n != 1 {
 		t.Errorf("got %d AnnotationChangeIgnored Events; want 1 for one change sent 3 times", n)
 	}
+}
+
+// waitShadowNodes waits until the shadow was told of n nodes.
+func (h *harness) waitShadowNodes(shadows *fakeShadows, n int) {
+	h.t.Helper()
+	h.waitFor(fmt.Sprintf("the shadow told of %d nodes", n), func() bool {
+		shadows.mu.Lock()
+		defer shadows.mu.Unlock()
+		return len(shadows.nodes) == n
+	})
 }
 
 // TestShadowGoesWhereTheAnnotationsMoveIt: a shadow made for a waiting pod

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -61,7 +62,9 @@ func podRefusal(perr *slurm.PodError) *refusal {
 
 // refuse fails a pod that cannot run (S6): phase Failed, the refusal's
 // reason, a message naming the field or annotation and the rule, its
-// containers waiting for nothing, and a Warning Event. Nothing was submitted.
+// containers waiting for nothing, and a Warning Event. Nothing was submitted
+// by this process; a job submitted before a restart (the pod's annotations,
+// or the node's rules, changed meanwhile) is cancelled (cancelRefused).
 func (p *Provider) refuse(st *podState, r *refusal) {
 	msg := r.message()
 	p.mu.Lock()
@@ -73,9 +76,31 @@ func (p *Provider) refuse(st *podState, r *refusal) {
 	st.pod.Status = s
 	st.final = true
 	pod := st.pod.DeepCopy()
+	before := st.adoptable && !st.submitted
 	p.mu.Unlock()
+	if before {
+		p.cancelRefused(st, pod)
+	}
 	p.metrics.refused(r.reason)
 	p.event(pod, corev1.EventTypeWarning, r.reason, "%s", msg)
 	p.log.Warn("provider: pod refused", "pod", keyOf(pod), "uid", pod.UID, "field", r.field, "reason", r.reason, "rule", r.rule)
 	p.push(st)
+}
+
+// cancelRefused cancels, in the background, the job that pod, refused, may
+// have from before a restart: a Failed pod must leave no job running at the
+// site, where its controller's replacement would run beside it and its
+// quota would no longer count it. Slurm is asked by the pod's name: a pod
+// refused at its first look has no job ID yet, and one without a job costs
+// one squeue.
+func (p *Provider) cancelRefused(st *podState, pod *corev1.Pod) {
+	p.background(func(ctx context.Context) {
+		p.mu.Lock()
+		ref := st.ref
+		p.mu.Unlock()
+		if p.retry(ctx, "cancel", pod, func() error { return p.cfg.Jobs.Cancel(ctx, ref) }) {
+			p.event(pod, corev1.EventTypeNormal, EventCancelled, "cancelled the pod's Slurm job, submitted before sluice-vk restarted: the pod is refused")
+			p.log.Info("provider: job of a refused pod cancelled", "pod", keyOf(pod), "uid", pod.UID)
+		}
+	})
 }

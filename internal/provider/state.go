@@ -58,6 +58,11 @@ type podState struct {
 	// annotations whose change was last told in an Event.
 	submittedWith map[string]string
 	changeTold    string
+	// adoptable: the pod came with the job finalizer (the virtual kubelet
+	// restarted), so its job may have been submitted before: the first
+	// attempt takes the annotations it was submitted with (recoverFrozen,
+	// which sets recovered), and a refusal cancels it (refuse).
+	adoptable, recovered bool
 	// wake asks a waiting submission to try again now: the annotations it
 	// checks changed.
 	wake chan struct{}

@@ -47,6 +47,8 @@ type Client struct {
 	relays  map[[sha256.Size]byte]*relayPlacement
 	// follows holds the feeds of the followed logs (logfeed.go).
 	follows followers
+	// logReads bound the reads of the logs' history (logreads.go).
+	logReads logReadSlots
 }
 
 // JobID is a Slurm job ID.

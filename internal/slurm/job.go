@@ -50,6 +50,11 @@ type Job struct {
 	Name      string
 	// UID is the pod UID. It names the Slurm job and the job directory.
 	UID string
+	// Annotations are the pod's annotations the job was checked and made
+	// with, those under interLink's prefixes: Submit keeps them in the job
+	// directory, for Submitted to give back once the pod was patched and
+	// the virtual kubelet restarted.
+	Annotations map[string]string
 
 	// Init containers run one after the other, stopping at the first failure;
 	// then Containers run together.

@@ -329,9 +329,13 @@ type feedReader struct {
 	wake  chan struct{} // a push or the end, since the reader last looked
 	room  chan struct{} // the feed's: told when the reader takes lines
 
-	mu      sync.Mutex
-	queue   []feedLine
-	queued  int   // bytes in queue
+	mu     sync.Mutex
+	queue  []feedLine
+	queued int // bytes in queue
+	// taken are the bytes of the lines the reader took last, which its
+	// copy may still be writing to a client that does not read: they are
+	// held as the queue is, until it takes again.
+	taken   int
 	skipped int64 // bytes dropped since the reader last looked
 	done    bool  // the feed ended: queue is all there is
 	err     error // why, if it failed
@@ -343,7 +347,7 @@ type feedReader struct {
 func (r *feedReader) roomy() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.skipped == 0 && r.queued+logChunk+maxLine <= maxLag
+	return r.skipped == 0 && r.taken+r.queued+logChunk+maxLine <= maxLag
 }
 
 func (r *feedReader) push(lines []feedLine) {
@@ -352,7 +356,7 @@ func (r *feedReader) push(lines []feedLine) {
 		n += len(l.text)
 	}
 	r.mu.Lock()
-	if r.queued+n > maxLag {
+	if r.taken+r.queued+n > maxLag {
 		r.skipped += int64(r.queued + n)
 		r.queue, r.queued = nil, 0
 	} else {
@@ -386,11 +390,20 @@ func (r *feedReader) tellRoom() {
 	}
 }
 
-// take waits for lines, or the feed's end, or ctx's.
+// take waits for lines, or the feed's end, or ctx's. The reader's copy
+// calls it once it wrote the lines it took before: they are no longer held.
 func (r *feedReader) take(ctx context.Context) (lines []feedLine, skipped int64, done bool, err error) {
+	r.mu.Lock()
+	wrote := r.taken > 0
+	r.taken = 0
+	r.mu.Unlock()
+	if wrote {
+		r.tellRoom()
+	}
 	for {
 		r.mu.Lock()
 		lines, skipped, done, err = r.queue, r.skipped, r.done, r.err
+		r.taken = r.queued
 		r.queue, r.queued, r.skipped = nil, 0, 0
 		r.mu.Unlock()
 		if len(lines) > 0 || skipped > 0 || done {
@@ -410,7 +423,7 @@ func (r *feedReader) take(ctx context.Context) (lines []feedLine, skipped int64,
 // lines the feed sends, until the feed or ctx ends.
 func (r *feedReader) copy(ctx context.Context, c *Client, lc *logCopy, lineOff int64) error {
 	if r.start < lineOff {
-		err := lc.copy(ctx, c.Site, r.start, lineOff)
+		err := lc.copy(ctx, c.history(), r.start, lineOff)
 		if errors.Is(err, fs.ErrNotExist) {
 			return lc.result(lc.flush()) // the job directory went
 		}

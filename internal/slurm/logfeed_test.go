@@ -222,3 +222,34 @@ func checkFollowedLog(t *testing.T, log []byte, cutAt uint16, tailPlus1 uint8, s
 		t.Fatalf("the followed log did not end after EndLogs; read at once %q", want)
 	}
 }
+
+// TestAReaderHoldsAtMostMaxLag: the lines a reader has taken but not yet
+// written out (its client stopped reading in the middle of them) count
+// against its lag with those still queued: lines pushed while it holds
+// nearly maxLag are skipped, so that one reader never holds twice maxLag.
+func TestAReaderHoldsAtMostMaxLag(t *testing.T) {
+	r := &feedReader{wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+	line := []byte(strings.Repeat("x", 1023) + "\n")
+	lines := func(n int) []feedLine {
+		out := make([]feedLine, n)
+		for i := range out {
+			out[i] = feedLine{off: int64(i * len(line)), text: line}
+		}
+		return out
+	}
+	r.push(lines(maxLag/len(line) - 1))
+	held, _, _, _ := r.take(context.Background()) // the copy writes them to a client that does not read
+	r.push(lines(logChunk / len(line)))
+	r.mu.Lock()
+	queued, skipped := r.queued, r.skipped
+	r.mu.Unlock()
+	if n := len(held)*len(line) + queued; n > maxLag || skipped == 0 {
+		t.Errorf("the reader holds %d bytes (%d taken, %d queued), skipped %d; want at most %d held, the rest skipped", n, len(held)*len(line), queued, skipped, maxLag)
+	}
+	if r.roomy() {
+		t.Error("a reader holding maxLag has room for another read")
+	}
+	if more, _, _, _ := r.take(context.Background()); len(more) != 0 || !r.roomy() {
+		t.Errorf("once its taken lines are written: took %d more lines, room %v; want none queued, and room", len(more), r.roomy())
+	}
+}

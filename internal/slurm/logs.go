@@ -78,7 +78,7 @@ func (c *Client) Logs(ctx context.Context, ref JobRef, container string, opts Lo
 	pr, pw := io.Pipe()
 	lc := &logCopy{container: container, file: file, opts: opts, w: pw}
 	go func() {
-		pw.CloseWithError(lc.run(ctx, c.Site, start))
+		pw.CloseWithError(lc.run(ctx, c.history(), start))
 	}()
 	return &logStream{PipeReader: pr, cancel: cancel}, nil
 }
@@ -104,7 +104,7 @@ func (c *Client) tailStart(ctx context.Context, file string, size int64, n int) 
 	floor := max(0, size-maxTailScan)
 	for hi := size; hi > floor; {
 		lo := max(floor, hi-tailChunk)
-		data, err := c.Site.ReadAt(ctx, file, lo, int(hi-lo))
+		data, err := c.history().ReadAt(ctx, file, lo, int(hi-lo))
 		if err != nil {
 			return 0, err
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"regexp"
 	"testing"
@@ -196,8 +197,13 @@ func TestRigStatusOfTwentyJobsIsOneSqueue(t *testing.T) {
 func TestRigSubmitIsIdempotent(t *testing.T) {
 	e := newRigEnv(t, RuntimeNone)
 	job := e.shJob(t, nil, [][2]string{{"main", "sleep 5"}})
+	job.Annotations = map[string]string{"interlink.eu/reverse-forwards": "redis:6379"}
 	ref := e.submit(t, job)
 	ctx := context.Background()
+	// what a restarted sluice-vk reads back, over the site's SSH
+	if got, err := e.c.Submitted(ctx, ref); err != nil || !maps.Equal(got, job.Annotations) {
+		t.Errorf("Submitted = %v, %v; want %v", got, err, job.Annotations)
+	}
 	again, err := e.c.Submit(ctx, job)
 	if err != nil || again != ref.JobID {
 		t.Fatalf("second Submit = %s, %v; want %s", again, err, ref.JobID)

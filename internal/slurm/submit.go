@@ -220,6 +220,9 @@ func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, er
 	if err := c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create job directory: %w", err)
 	}
+	if err := c.writeAnnotations(ctx, dir, job.Annotations); err != nil {
+		return nil, err
+	}
 	if job.Reverse != nil {
 		if err := c.Site.WriteFile(ctx, path.Join(dir, saltFile), []byte(job.Reverse.Salt+"\n"), fileMode); err != nil {
 			return nil, fmt.Errorf("write %s: %w", saltFile, err)
@@ -254,7 +257,7 @@ func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, er
 
 // reserved are the names in the job directory that Submit and the script
 // write themselves.
-var reserved = map[string]bool{scriptFile: true, jobIDFile: true, jobExit: true, jobOut: true, saltFile: true}
+var reserved = map[string]bool{scriptFile: true, jobIDFile: true, jobExit: true, jobOut: true, saltFile: true, annotationsFile: true}
 
 // jobFilePath checks the path of a job file: relative, clean, inside the job
 // directory, and none of the script's own files.

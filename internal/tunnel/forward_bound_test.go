@@ -310,6 +310,24 @@ func TestBurst(t *testing.T) {
 	}
 }
 
+// TestBurstWithoutEndIsLoggedAgain: a client that keeps a burst going, an
+// event every few seconds for ever, does not silence the log after its
+// first line: the burst is logged again every burstRepeat, with the count
+// of the events not logged since.
+func TestBurstWithoutEndIsLoggedAgain(t *testing.T) {
+	b := &burst{quiet: burstQuiet}
+	t0 := time.Unix(1000, 0)
+	var logged []string
+	for at := time.Duration(0); at <= 3*time.Minute; at += 5 * time.Second {
+		if first, n := b.event(t0.Add(at)); first {
+			logged = append(logged, fmt.Sprint(at, "+", n))
+		}
+	}
+	if got, want := strings.Join(logged, " "), "0s+0 1m0s+11 2m0s+11 3m0s+11"; got != want {
+		t.Errorf("logged %s; want %s", got, want)
+	}
+}
+
 func TestSlots(t *testing.T) {
 	s := newSlots(2)
 	if !s.take() || !s.take() || s.take() {

@@ -76,30 +76,38 @@ func (s *slots) release() { s.held.Add(-1) }
 
 // burst tells which events of a kind to log when a client can make many of
 // them (a flood of connections, thousands of clients that stop reading):
-// the first of each burst, a burst ending after quiet without one. The
-// metrics count every event.
+// the first of each burst, a burst ending after quiet without one, and one
+// every burstRepeat while a burst lasts, so that a client that keeps one
+// going does not silence the log after its first line. The metrics count
+// every event.
 type burst struct {
 	quiet time.Duration
 
 	mu       sync.Mutex
 	last     time.Time // of the last event
+	logged   time.Time // of the last event logged
 	unlogged int       // events of this burst not logged
 }
 
-// burstQuiet is the time without an event that ends a burst.
-const burstQuiet = 10 * time.Second
+// burstQuiet is the time without an event that ends a burst; burstRepeat
+// is how often a burst that does not end is logged again.
+const (
+	burstQuiet  = 10 * time.Second
+	burstRepeat = time.Minute
+)
 
 // event records an event at now. It reports whether to log it and, if so,
-// how many events of the burst before it were not logged.
+// how many events before it were not logged.
 func (b *burst) event(now time.Time) (log bool, unloggedBefore int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	first := b.last.IsZero() || now.Sub(b.last) >= b.quiet
+	log = b.last.IsZero() || now.Sub(b.last) >= b.quiet || now.Sub(b.logged) >= burstRepeat
 	b.last = now
-	if !first {
+	if !log {
 		b.unlogged++
 		return false, 0
 	}
+	b.logged = now
 	n := b.unlogged
 	b.unlogged = 0
 	return true, n
