@@ -2,10 +2,10 @@ package kubeletstream
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
 )
@@ -15,22 +15,9 @@ import (
 // stream that gives up (its context ends) returns at once, and so does
 // Close: one slow login dial must not hold every stream of the node.
 func TestConnsLoginDialHoldsNoOne(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // silent until the test ends
-		}
-	}()
+	addr := sshxtest.SilentListener(t)
 	const dialFor = 3 * time.Second
-	c := &Conns{Hop: &tunnel.Hop{LoginAddr: ln.Addr().String(), User: "alice", Timeout: dialFor,
+	c := &Conns{Hop: &tunnel.Hop{LoginAddr: addr, User: "alice", Timeout: dialFor,
 		LoginHostKeys: ssh.InsecureIgnoreHostKey(), NodeHostKeys: ssh.InsecureIgnoreHostKey()}} //nolint:gosec // never reached
 	dialled := make(chan error, 1)
 	go func() {
