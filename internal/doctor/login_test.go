@@ -15,27 +15,6 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// silentListener accepts connections and never answers: TCP reaches it,
-// SSH does not.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // testAccess is the access to srv at addr with the pinned keys of known,
 // offering srv's client key, or another one.
 func testAccess(t *testing.T, srv *sshxtest.Server, addr, known string, rightKey bool) (*access, *hostKeySeen) {
@@ -69,7 +48,7 @@ func TestDial(t *testing.T) {
 	srv := sshxtest.Start(t)
 	good := sshxtest.KnownHosts(t, srv.Addr, srv.HostKey.PublicKey())
 	bad := sshxtest.KnownHosts(t, srv.Addr, sshxtest.NewSigner(t).PublicKey())
-	silent := silentListener(t)
+	silent := sshxtest.SilentListener(t)
 	for _, tc := range []struct {
 		name         string
 		addr, known  string

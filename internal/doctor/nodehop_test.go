@@ -106,7 +106,7 @@ func TestDecideNodeSSHD(t *testing.T) {
 	srv := sshxtest.Start(t)
 	good := sshxtest.KnownHosts(t, srv.Addr, srv.HostKey.PublicKey())
 	bad := sshxtest.KnownHosts(t, srv.Addr, sshxtest.NewSigner(t).PublicKey())
-	silent := silentListener(t)
+	silent := sshxtest.SilentListener(t)
 	for _, tc := range []struct {
 		name   string
 		addr   string

@@ -39,6 +39,12 @@ type Conns struct {
 	login   *ssh.Client
 	carrier *ssh.Client
 	nodes   map[string]*nodeConn
+	closed  bool
+	// dialing holds, for each login slot, one token while its
+	// connection is being made: the callers of that slot wait for it (or
+	// for their context), and mu is not held meanwhile, so that a slow
+	// dial stalls no other stream, no release and no Close.
+	dialing map[**ssh.Client]chan struct{}
 }
 
 // nodeConn is one compute node's connection and the streams using it.
@@ -68,21 +74,40 @@ func (c *Conns) Carrier(ctx context.Context) (*ssh.Client, error) {
 }
 
 // loginConn returns *slot, a connection to the login node, made if there
-// is none and forgotten once it broke.
+// is none and forgotten once it broke. One caller of a slot dials at a
+// time; the others wait for it or for their ctx.
 func (c *Conns) loginConn(ctx context.Context, slot **ssh.Client, name string) (*ssh.Client, error) {
 	if c.Hop == nil {
 		return nil, errors.New("kubeletstream: no hop to the site")
 	}
+	token := c.dialToken(slot)
+	select {
+	case token <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("login node: %w", context.Cause(ctx))
+	}
+	defer func() { <-token }()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if *slot != nil {
-		return *slot, nil
+	cl, closed := *slot, c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return nil, errConnsClosed
+	case cl != nil:
+		return cl, nil
 	}
 	cl, err := c.Hop.Login(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("login node: %w", err)
 	}
+	c.mu.Lock()
+	if c.closed { // Close came while it dialled
+		c.mu.Unlock()
+		cl.Close()
+		return nil, errConnsClosed
+	}
 	*slot = cl
+	c.mu.Unlock()
 	go func() {
 		err := sshx.KeepAlive(context.Background(), cl, keepAlive, keepAlive)
 		c.mu.Lock()
@@ -94,6 +119,24 @@ func (c *Conns) loginConn(ctx context.Context, slot **ssh.Client, name string) (
 		c.log().Info("kubeletstream: login connection ended", "conn", name, "err", err)
 	}()
 	return cl, nil
+}
+
+// errConnsClosed is the error of a connection asked for after Close.
+var errConnsClosed = errors.New("kubeletstream: the site's connections are closed")
+
+// dialToken is the channel holding slot's dial token.
+func (c *Conns) dialToken(slot **ssh.Client) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dialing == nil {
+		c.dialing = map[**ssh.Client]chan struct{}{}
+	}
+	t, ok := c.dialing[slot]
+	if !ok {
+		t = make(chan struct{}, 1)
+		c.dialing[slot] = t
+	}
+	return t
 }
 
 // Node returns a connection to host's own sshd and the function that gives
@@ -184,6 +227,7 @@ func (c *Conns) release(host string, nc *nodeConn) {
 func (c *Conns) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	for host, nc := range c.nodes {
 		select {
 		case <-nc.ready:

@@ -26,7 +26,7 @@ type Shadows interface {
 	ShadowPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 	Delete(ctx context.Context, pod *corev1.Pod) error
 	CleanOrphans(ctx context.Context, live func(uid string) bool) (int, error)
-	ShadowPods(ctx context.Context) (map[string]*corev1.Pod, error)
+	ShadowPods(ctx context.Context) (map[shadow.PodKey]*corev1.Pod, error)
 	TunnelStatus(ctx context.Context, shadowPod *corev1.Pod) ([]tunnel.Snapshot, error)
 	SetOffloadedReady(ctx context.Context, shadowPod *corev1.Pod, ready bool, now time.Time) error
 }

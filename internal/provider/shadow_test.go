@@ -85,13 +85,13 @@ func (f *fakeShadows) Delete(_ context.Context, pod *corev1.Pod) error {
 
 func (f *fakeShadows) CleanOrphans(context.Context, func(string) bool) (int, error) { return 0, nil }
 
-func (f *fakeShadows) ShadowPods(context.Context) (map[string]*corev1.Pod, error) {
+func (f *fakeShadows) ShadowPods(context.Context) (map[shadow.PodKey]*corev1.Pod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.pod == nil {
 		return nil, nil
 	}
-	return map[string]*corev1.Pod{f.pod.Labels[shadow.LabelPodUID]: f.pod.DeepCopy()}, nil
+	return map[shadow.PodKey]*corev1.Pod{{Namespace: f.pod.Namespace, PodUID: f.pod.Labels[shadow.LabelPodUID]}: f.pod.DeepCopy()}, nil
 }
 
 func (f *fakeShadows) TunnelStatus(_ context.Context, sp *corev1.Pod) ([]tunnel.Snapshot, error) {

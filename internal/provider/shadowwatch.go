@@ -46,6 +46,7 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 	type check struct {
 		st      *podState
 		running bool
+		key     shadow.PodKey // where its shadow was made
 	}
 	var checks []check
 	p.mu.Lock()
@@ -55,7 +56,8 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 		}
 		running := !st.final && st.last.BatchHost != ""
 		if running || st.gate != corev1.ConditionFalse {
-			checks = append(checks, check{st, running})
+			key := shadow.PodKey{Namespace: shadow.Namespace(st.shadowOf, p.cfg.TenantNamespace), PodUID: st.ref.UID}
+			checks = append(checks, check{st, running, key})
 		}
 	}
 	p.mu.Unlock()
@@ -69,7 +71,7 @@ func (p *Provider) checkShadows(ctx context.Context) error {
 	sem := make(chan struct{}, shadowChecks)
 	var wg sync.WaitGroup
 	for _, c := range checks {
-		st, sp := c.st, shadows[c.st.ref.UID]
+		st, sp := c.st, shadows[c.key]
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()

@@ -16,10 +16,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// PodKey names a shadow pod in what ShadowPods returns: the namespace it
+// runs in and the UID of the pod it is the shadow of (its LabelPodUID).
+// The label alone would not do: whoever may create pods in a namespace of
+// their own may give one the labels of someone else's shadow (the UID shows
+// in squeue and in Events); only the namespace where sluice made the
+// shadow tells the two apart.
+type PodKey struct{ Namespace, PodUID string }
+
 // ShadowPods returns the current pod of every shadow of the node (the one
-// ShadowPod would pick), by the UID of the pod it is the shadow of, with
-// one List call.
-func (m *Manager) ShadowPods(ctx context.Context) (map[string]*corev1.Pod, error) {
+// ShadowPod would pick) by its PodKey, with one List call. Look a pod's
+// shadow up under the namespace its shadow was made in (Namespace).
+func (m *Manager) ShadowPods(ctx context.Context) (map[PodKey]*corev1.Pod, error) {
 	ns := metav1.NamespaceAll
 	if m.Spec.TenantNamespace != "" {
 		ns = m.Spec.TenantNamespace
@@ -35,12 +43,12 @@ func (m *Manager) ShadowPods(ctx context.Context) (map[string]*corev1.Pod, error
 	if err != nil {
 		return nil, fmt.Errorf("shadow: list shadow pods: %w", err)
 	}
-	out := map[string]*corev1.Pod{}
+	out := map[PodKey]*corev1.Pod{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		uid := p.Labels[LabelPodUID]
-		if best := out[uid]; uid != "" && (best == nil || better(p, best)) {
-			out[uid] = p
+		key := PodKey{Namespace: p.Namespace, PodUID: p.Labels[LabelPodUID]}
+		if best := out[key]; key.PodUID != "" && (best == nil || better(p, best)) {
+			out[key] = p
 		}
 	}
 	return out, nil

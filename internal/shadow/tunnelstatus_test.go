@@ -136,10 +136,10 @@ func TestShadowPods(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ShadowPods: %v", err)
 	}
-	if len(got) != 2 || got[string(a.UID)].Name != spA.Name || got[string(b.UID)].Name != spB.Name {
-		names := map[string]string{}
-		for uid, p := range got {
-			names[uid] = p.Name
+	if len(got) != 2 || got[PodKey{"ns-shadow", string(a.UID)}].Name != spA.Name || got[PodKey{"ns-shadow", string(b.UID)}].Name != spB.Name {
+		names := map[PodKey]string{}
+		for key, p := range got {
+			names[key] = p.Name
 		}
 		t.Errorf("ShadowPods = %v; want a's and b's running pods, not another node's", names)
 	}
@@ -161,5 +161,29 @@ func TestStatusPort(t *testing.T) {
 		if ok != tt.ok || (ok && port != tt.port) {
 			t.Errorf("statusPort(%q) = %d, %t; want %d, %t", tt.args, port, ok, tt.port, tt.ok)
 		}
+	}
+}
+
+// TestShadowPodsIgnoresLookalikes: a pod that a user made in a namespace of
+// their own with a shadow's labels (the node's, and the UID of someone
+// else's pod, which squeue and Events show) is not that pod's shadow, even
+// running and newer: its IP would become the pod's, its status would be
+// written and its /status read as the tunnels'.
+func TestShadowPodsIgnoresLookalikes(t *testing.T) {
+	s := testSpec()
+	victim := testPod("ns", "web", withPorts("8080"))
+	real := runningShadowPod(t, s, victim, "10.1.0.1")
+	lookalike := real.DeepCopy()
+	lookalike.Namespace, lookalike.Name = "evil", "lookalike"
+	lookalike.Status.PodIP = "10.6.6.6"
+	lookalike.CreationTimestamp.Time = real.CreationTimestamp.Add(1 << 40)
+	m, _ := newManager(t, fake.NewClientset(real, lookalike), s)
+
+	got, err := m.ShadowPods(t.Context())
+	if err != nil {
+		t.Fatalf("ShadowPods: %v", err)
+	}
+	if sp := got[PodKey{"ns-shadow", string(victim.UID)}]; sp == nil || sp.Name != real.Name || sp.Status.PodIP != "10.1.0.1" {
+		t.Errorf("shadow pod of ns/web in ns-shadow: %v; want %s (10.1.0.1)", sp, real.Name)
 	}
 }

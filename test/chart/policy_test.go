@@ -101,3 +101,47 @@ func TestAdmissionPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerPortsFollowListen: the Deployment's named ports, which the
+// NetworkPolicy and the metrics Service target, are the ports sluice-vk
+// listens on when config.Node.KubeletAPI.Listen or config.Node.MetricsListen
+// set them: a port named after the default would leave the kubelet API
+// closed to the control plane and the Service scraping nothing. A port 0
+// (a free one, picked at start) cannot be named: the chart refuses it where
+// a NetworkPolicy or the metrics Service would target it.
+func TestContainerPortsFollowListen(t *testing.T) {
+	np := []string{"--set", "networkPolicy.enabled=true", "--set", "networkPolicy.kubeletAPIFrom[0].ipBlock.cidr=10.0.0.10/32"}
+	r := render(t, "default", append(np, "--set", "config.Node.KubeletAPI.Listen=0.0.0.0:10255",
+		"--set", "config.Node.MetricsListen=[::]:9999")...)
+	if got := containerPorts(r); got["kubelet-api"] != 10255 || got["metrics"] != 9999 {
+		t.Errorf("container ports %v; want kubelet-api 10255 and metrics 9999, where sluice-vk listens", got)
+	}
+	// a free port without a NetworkPolicy: served, not named
+	r = render(t, "default", "--set", "config.Node.KubeletAPI.Listen=0.0.0.0:0")
+	if got := containerPorts(r); len(got) != 1 || got["metrics"] != 9464 {
+		t.Errorf("container ports %v with the kubelet API on a free port; want metrics 9464 only", got)
+	}
+	for _, tc := range []struct {
+		key, value string
+		args       []string
+	}{
+		{"Node.KubeletAPI.Listen", "0.0.0.0:0", np},
+		{"Node.MetricsListen", ":0", nil},
+		{"Node.MetricsListen", "nonsense", nil},
+		{"Node.KubeletAPI.Listen", "10.0.0.1", nil},
+	} {
+		args := append([]string{"-f", values("default"), "--set", "config." + tc.key + "=" + tc.value}, tc.args...)
+		if _, err := template(t, args...); err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s=%s: %v; want an error naming %s", tc.key, tc.value, err, tc.key)
+		}
+	}
+}
+
+// containerPorts are the named ports of sluice-vk's container.
+func containerPorts(r rendered) map[string]int32 {
+	ports := map[string]int32{}
+	for _, p := range r.deployments[0].Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	return ports
+}

@@ -171,3 +171,19 @@ on a confined one. */}}
     resources: [pods/log]
     verbs: [get]
 {{- end -}}
+
+{{/* The port of a listen address (config key .key, address .value, .def
+when empty), for the Deployment's named ports that the NetworkPolicy and
+the metrics Service target: they must be where sluice-vk listens. "0" for a
+free port picked at start, which cannot be named. */}}
+{{- define "sluice.listenPort" -}}
+{{- if not .value -}}
+{{- .def -}}
+{{- else -}}
+{{- $port := regexFind ":[0-9]+$" (toString .value) | trimPrefix ":" -}}
+{{- if or (not $port) (gt (int $port) 65535) -}}
+{{- fail (printf "config.%s %q: want host:port" .key .value) -}}
+{{- end -}}
+{{- int $port -}}
+{{- end -}}
+{{- end -}}
