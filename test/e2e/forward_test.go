@@ -90,7 +90,6 @@ func longName(tail string) string {
 // 253-character names differ only at the end get valid, distinct shadows,
 // each reaching its own job.
 func TestForwardTargetLoginWithLongNames(t *testing.T) {
-	parallel(t)
 	e := newTunnelEnv(t, tunnelOpts{ssh: "    ForwardTarget: login\n"})
 	var pods []*corev1.Pod
 	for i, port := range []int{8080, 8081} {
@@ -202,7 +201,6 @@ busybox httpd -f -p 127.0.0.1:8080 -h /tmp/www
 // not the node's, the tunnel does not connect, sends nothing, logs it, and
 // the pod gets a Warning Event and a TunnelReady condition saying so.
 func TestWrongNodeHostKeyRefusesTheTunnel(t *testing.T) {
-	parallel(t)
 	pub, _, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -77,7 +77,6 @@ func podReady(p *corev1.Pod) bool {
 // the host and in a pod reach the job through the Service, and through
 // the shadow's; when the probe fails again, both stop.
 func TestServiceFollowsReadiness(t *testing.T) {
-	parallel(t)
 	e := newTunnelEnv(t, tunnelOpts{site: "  EnableProbes: true\n"})
 	ctx := context.Background()
 	start := time.Now()

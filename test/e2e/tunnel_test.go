@@ -159,7 +159,6 @@ func serviceAddr(t *testing.T, svc *corev1.Service, port int) string {
 // (the pod's IP, and the Service's name), and the job reaches Redis by name
 // through the reverse tunnel.
 func TestShadowForwardAndReverse(t *testing.T) {
-	parallel(t)
 	e := newTunnelEnv(t)
 	shadowNS := e.ns + shadow.ShadowSuffix
 	created, _ := e.runTunnels(shadowNS)

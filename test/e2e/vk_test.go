@@ -81,7 +81,8 @@ func buildVK(t *testing.T) string {
 // parallel marks a test that shares nothing with the others but the rig's
 // capacity: its own namespace, virtual node, pods and jobs; no sshd of the
 // site stopped or reconfigured, no process or session of the site account
-// counted. Go runs such tests together once the serial ones are done (at
+// counted, and no job listening on a fixed port of the node (the rig has
+// one compute node: two jobs serving 8080 on its loopback collide). Go runs such tests together once the serial ones are done (at
 // most -parallel at once), so a serial test never sees their jobs, shadows
 // or sessions. It must be the test's first call.
 func parallel(t *testing.T) {
