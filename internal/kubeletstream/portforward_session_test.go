@@ -11,27 +11,23 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 )
 
 // silentJob listens like a job's server that accepts connections and
-// never answers nor closes them.
+// never answers nor closes them, and returns its port.
 func silentJob(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(sshxtest.SilentListener(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // srunServer is execServer carrying port-forward with srun; pids lists the

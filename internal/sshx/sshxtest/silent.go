@@ -6,10 +6,11 @@ import (
 )
 
 // SilentListener listens on a loopback port that accepts connections and
-// never says a word, as a login node whose sshd hangs: an SSH handshake
-// with it waits until its timeout or its context. It returns the address;
-// the listener and its connections are closed when the test ends.
-func SilentListener(t *testing.T) string {
+// never says a word, as a login node whose sshd hangs (an SSH handshake
+// with it waits until its timeout or its context) or a job's server that
+// never answers. It returns the address; the listener and its connections
+// are closed when the test ends.
+func SilentListener(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
