@@ -42,14 +42,21 @@ func TestSocksPatchedWhileWaitingIsRefused(t *testing.T) {
 	if _, err := e.client.CoreV1().Pods(e.ns).Patch(ctx, "patched", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patch pod: %v", err)
 	}
+	// The patch wakes the waiting submission, which checks it at once. (A
+	// ConfigMap made at the same moment could let an attempt already past
+	// its check submit what it checked, telling the patch as ignored.)
+	got := e.waitPod("patched", "refused or submitted", 60*time.Second, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed || jobID(p) != ""
+	})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later"}, Data: map[string]string{"k": "v"}}
 	if _, err := e.client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create configmap: %v", err)
 	}
-
-	got := e.waitPod("patched", "refused or submitted", 60*time.Second, func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodFailed || jobID(p) != ""
-	})
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if jobs := e.squeue(string(created.UID)); len(jobs) != 0 {
+			t.Fatalf("got Slurm jobs %v once the ConfigMap appeared; want none", jobs)
+		}
+	}
 	if jobs := e.squeue(string(created.UID)); len(jobs) != 0 {
 		t.Fatalf("got Slurm jobs %v for a pod asking for SOCKS on a node without AllowSocks; want none", jobs)
 	}
