@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/sitepath"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -239,14 +240,7 @@ func TestReverseTunnelAfterRequeue(t *testing.T) {
 	// The salt, kept in the job directory, names the same directory for
 	// the second run.
 	dir := sitepath.SocketDir(e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), string(pod.UID), e.podSalt(t, pod))
-	inode := func() uint64 {
-		fi, err := os.Stat(dir)
-		if err != nil {
-			return 0
-		}
-		return fi.Sys().(*syscall.Stat_t).Ino
-	}
-	first := inode()
+	first := birth(t, dir)
 	shadowBefore := e.shadowPod(pod, e.ns+"-shadow")
 
 	job := jobID(running)
@@ -263,10 +257,14 @@ func TestReverseTunnelAfterRequeue(t *testing.T) {
 		return err == nil && ok && regexp.MustCompile(`(?m)^tick \d+ redis \S+ says \+PONG$`).MatchString(after)
 	})
 	if !strings.Contains(second, "tls ok: CN=kube-apiserver 200 OK") {
-		t.Errorf("the second run did not reach the Kubernetes API:\n%s", second)
+		sp := e.shadowPod(pod, e.ns+"-shadow")
+		b, err := e.client.CoreV1().Pods(sp.Namespace).GetLogs(sp.Name, &corev1.PodLogOptions{Container: shadow.ContainerReverse}).DoRaw(context.Background())
+		t.Errorf("the second run did not reach the Kubernetes API:\n%s\nssh-reverse's log (%v):\n%s", second, err, b)
 	}
-	if now := inode(); now == 0 || now == first {
-		t.Errorf("socket directory inode %d after the requeue; want a new directory (was %d)", now, first)
+	// The inode number cannot tell: ext4 gives a directory made right
+	// after one was removed the freed number.
+	if now := birth(t, dir); !now.After(first) {
+		t.Errorf("socket directory born %v after the requeue; want a new directory (the first was born %v)", now, first)
 	}
 	e.waitEvent(pod, "reverse tunnel up again")
 	if sp := e.shadowPod(pod, e.ns+"-shadow"); sp.UID != shadowBefore.UID || restarts(sp) != 0 {
@@ -312,6 +310,21 @@ func TestReverseTunnelOverSrun(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "login node (srun)") {
 		t.Errorf("ssh-reverse logs do not show the srun carrier (%v):\n%s", err, b)
 	}
+}
+
+// birth is when the directory dir was made (statx's birth time), the zero
+// time when it cannot be read.
+func birth(t *testing.T, dir string) time.Time {
+	t.Helper()
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &st); err != nil {
+		t.Errorf("statx %s: %v", dir, err)
+		return time.Time{}
+	}
+	if st.Mask&unix.STATX_BTIME == 0 {
+		t.Fatalf("statx %s: the file system keeps no birth time", dir)
+	}
+	return time.Unix(st.Btime.Sec, int64(st.Btime.Nsec))
 }
 
 // podSalt is the salt sluice-vk drew for pod, read from its job directory.
