@@ -230,8 +230,11 @@ func checkOwned(t *testing.T, path string, mode os.FileMode, uid int) {
 // TestReverseTunnelAfterRequeue: a requeue on the same node makes the
 // socket directory afresh; the tunnel's old session ends and a new one
 // serves the job's second run, without the shadow restarting.
+//
+// It runs alone: once, beside three others, its second run did not reach
+// the Kubernetes API (CI, 2026-12-04, with no log kept to tell why); the
+// shadow's log is now shown when that happens.
 func TestReverseTunnelAfterRequeue(t *testing.T) {
-	parallel(t)
 	e := newTunnelEnv(t)
 	pod := e.create(e.reversePod("rev-rq"))
 	running := e.waitPod("rev-rq", "Running", 120*time.Second, phaseIs(corev1.PodRunning))
