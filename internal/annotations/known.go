@@ -52,7 +52,7 @@ const notYet = "not implemented yet: "
 // interlink-migration.md gives each its row (TestMigrationPageNamesEvery
 // Annotation).
 var known = []Known{
-	{Flags, Mapped, "sbatch options, split as interLink splits them (spaces or lines, -p gpu, --time 10, quotes); each becomes its own #SBATCH line in long form; options sluice sets itself are refused with the reason"},
+	{Flags, Mapped, "sbatch options, split as interLink splits them (spaces or lines, -p gpu, --time 10, quotes); each becomes its own #SBATCH line in long form; a job name is dropped with a Warning Event (the job is named after the pod UID), the other options sluice sets itself are refused with the reason"},
 	{PreExec, Same, "runs in the job's shell before the containers; what it exports reaches them"},
 	{MPIFlags, Mapped, "each container runs under mpiexec -np $SLURM_NTASKS with these flags, split as a shell would and each quoted; \"true\" runs them without mpiexec, as in interLink"},
 	{SingularityOptions, Mapped, "apptainer exec/run options after the site's (Site.SingularityDefaultOptions); unknown options, network namespaces, added privileges and binds over /etc/hosts are refused with the reason"},
