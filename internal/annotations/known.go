@@ -6,9 +6,10 @@ import (
 )
 
 // Prefixes are the annotation prefixes of interLink's virtual kubelet and of
-// its Slurm plugin. sluice never ignores an annotation under them silently:
-// one it does not implement gets a Warning Event (Warnings).
-var Prefixes = []string{"slurm-job.vk.io/", "interlink.eu/", "interlink.virtual-kubelet.io/"}
+// its Slurm plugin, the legacy one included. sluice never ignores an
+// annotation under them silently: one it does not implement, or writes
+// under the legacy prefix, gets a Warning Event (Warnings).
+var Prefixes = []string{JobPrefix, "interlink.eu/", "interlink.virtual-kubelet.io/", LegacyJobPrefix}
 
 // Support is what sluice does with an annotation of interLink's.
 type Support string
@@ -51,7 +52,7 @@ const notYet = "not implemented yet: "
 // interlink-migration.md gives each its row (TestMigrationPageNamesEvery
 // Annotation).
 var known = []Known{
-	{Flags, Mapped, "sbatch options, split as interLink splits them (spaces or lines, -p gpu, --time 10, quotes); each becomes its own #SBATCH line in long form; options sluice sets itself are refused with the reason"},
+	{Flags, Mapped, "sbatch options, split as interLink splits them (spaces or lines, -p gpu, --time 10, quotes); each becomes its own #SBATCH line in long form; a job name is dropped with a Warning Event (the job is named after the pod UID), the other options sluice sets itself are refused with the reason"},
 	{PreExec, Same, "runs in the job's shell before the containers; what it exports reaches them"},
 	{MPIFlags, Mapped, "each container runs under mpiexec -np $SLURM_NTASKS with these flags, split as a shell would and each quoted; \"true\" runs them without mpiexec, as in interLink"},
 	{SingularityOptions, Mapped, "apptainer exec/run options after the site's (Site.SingularityDefaultOptions); unknown options, network namespaces, added privileges and binds over /etc/hosts are refused with the reason"},
@@ -114,19 +115,27 @@ func Lookup(name string) (Known, bool) {
 }
 
 // Warning is the Warning Event of one annotation a pod sets that sluice
-// does not implement.
+// does not implement, or writes under the legacy prefix.
 type Warning struct {
 	Annotation string
+	// Reason is the Event's: EventLegacyPrefix or EventNotImplemented.
+	Reason string
 	// Message names the annotation and says what sluice does instead.
 	Message string
 }
 
 // Warnings returns a Warning for every annotation of the pod under
-// Prefixes that sluice does not implement, by name: a Warned one with its
-// note, one the table does not know saying it has no effect.
-func Warnings(annotations map[string]string) []Warning {
-	var out []Warning
-	for name := range annotations {
+// LegacyJobPrefix (Legacy.Message), then for every annotation, as Current
+// reads them, that sluice does not implement, by name: a Warned one with
+// its note, one the table does not know saying it has no effect.
+func Warnings(a map[string]string) []Warning {
+	cur, legacy := Current(a)
+	out := make([]Warning, 0, len(legacy))
+	for _, l := range legacy {
+		out = append(out, Warning{Annotation: l.Key, Reason: EventLegacyPrefix, Message: l.Message()})
+	}
+	var unimplemented []Warning
+	for name := range cur {
 		if !Prefixed(name) {
 			continue
 		}
@@ -137,10 +146,13 @@ func Warnings(annotations map[string]string) []Warning {
 			}
 			note = k.Note
 		}
-		out = append(out, Warning{Annotation: name, Message: truncate(name) + ": " + note})
+		unimplemented = append(unimplemented, Warning{Annotation: name, Reason: EventNotImplemented, Message: truncate(name) + ": " + note})
 	}
-	slices.SortFunc(out, func(a, b Warning) int { return strings.Compare(a.Annotation, b.Annotation) })
-	return out
+	slices.SortFunc(unimplemented, func(a, b Warning) int { return strings.Compare(a.Annotation, b.Annotation) })
+	if len(out)+len(unimplemented) == 0 {
+		return nil
+	}
+	return append(out, unimplemented...)
 }
 
 // Prefixed tells whether annotation name is under one of Prefixes: one

@@ -91,7 +91,7 @@ func TestAnnotationWarningsAreBounded(t *testing.T) {
 			n++
 		}
 	}
-	last := fmt.Sprintf("5 more annotations under slurm-job.vk.io/, interlink.eu/, interlink.virtual-kubelet.io/ are not implemented, from interlink.eu/x%02d on", maxAnnotationWarnings)
+	last := fmt.Sprintf("5 more annotations under slurm-job.vk.io/, interlink.eu/, interlink.virtual-kubelet.io/, slurm-job.knoc.io/ are not implemented or are written under the legacy prefix, from interlink.eu/x%02d on", maxAnnotationWarnings)
 	if n != maxAnnotationWarnings+1 || !slices.ContainsFunc(h.events, func(e string) bool { return strings.HasSuffix(e, last) }) {
 		t.Errorf("got %d warnings in %q; want %d and one saying %q", n, h.events, maxAnnotationWarnings+1, last)
 	}

@@ -44,24 +44,25 @@ const maxAnnotationWarnings = 8
 
 // warnUnimplemented records a Warning Event for each annotation of
 // interLink's that the pod sets and sluice does not implement, saying what
-// sluice does instead, so that none is ignored silently (S12). Past
+// sluice does instead, and for each it writes under the legacy prefix,
+// saying how it is read, so that none is ignored silently (S12). Past
 // maxAnnotationWarnings, one Event names how many more there are.
 func (p *Provider) warnUnimplemented(pod *corev1.Pod) {
 	ws := annotations.Warnings(pod.Annotations)
 	for i, w := range ws {
 		if i == maxAnnotationWarnings {
-			p.event(pod, corev1.EventTypeWarning, annotations.EventNotImplemented,
-				"%d more annotations under %s are not implemented, from %s on", len(ws)-i, strings.Join(annotations.Prefixes, ", "), w.Annotation)
+			p.event(pod, corev1.EventTypeWarning, w.Reason,
+				"%d more annotations under %s are not implemented or are written under the legacy prefix, from %s on", len(ws)-i, strings.Join(annotations.Prefixes, ", "), w.Annotation)
 			break
 		}
-		p.event(pod, corev1.EventTypeWarning, annotations.EventNotImplemented, "%s", w.Message)
+		p.event(pod, corev1.EventTypeWarning, w.Reason, "%s", w.Message)
 	}
 	if len(ws) > 0 {
 		names := make([]string, len(ws))
 		for i, w := range ws {
 			names[i] = w.Annotation
 		}
-		p.log.Warn("provider: annotations not implemented", "pod", keyOf(pod), "uid", pod.UID, "annotations", names)
+		p.log.Warn("provider: annotations not implemented or under the legacy prefix", "pod", keyOf(pod), "uid", pod.UID, "annotations", names)
 	}
 }
 

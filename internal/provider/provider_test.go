@@ -244,10 +244,7 @@ func TestMissingConfigMapWaits(t *testing.T) {
 	if got := h.last(pod); got.Status.Phase != corev1.PodPending {
 		t.Errorf("got phase %s; want Pending while the ConfigMap is missing", got.Status.Phase)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "ns"}, Data: map[string]string{"k": "v"}}
-	if _, err := h.client.CoreV1().ConfigMaps("ns").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create configmap: %v", err)
-	}
+	h.createLater()
 	h.waitEvent("submitted as Slurm job 101")
 }
 

@@ -32,6 +32,29 @@ func waitingForConfigMap(name string) *corev1.Pod {
 	return pod
 }
 
+// waitForConfigMap waits until the submission of pod, made by
+// waitingForConfigMap, waits for its ConfigMap.
+func (h *harness) waitForConfigMap(pod *corev1.Pod) {
+	h.t.Helper()
+	h.waitFor("the submission to wait for the ConfigMap", func() bool {
+		got := h.last(pod)
+		if got == nil || len(got.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		w := got.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == reasonConfigError
+	})
+}
+
+// createLater creates the ConfigMap that waitingForConfigMap's pods wait for.
+func (h *harness) createLater() {
+	h.t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "ns"}, Data: map[string]string{"k": "v"}}
+	if _, err := h.client.CoreV1().ConfigMaps("ns").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		h.t.Fatalf("create configmap: %v", err)
+	}
+}
+
 // annotate sends the provider pod with its annotations replaced, as the
 // pod controller does when someone patches them.
 func (h *harness) annotate(pod *corev1.Pod, a map[string]string) *corev1.Pod {
@@ -121,19 +144,9 @@ func TestChangedAnnotationsCheckedBeforeSubmission(t *testing.T) {
 			pod := waitingForConfigMap("late")
 			pod.Annotations = tt.before
 			h := start(t, pod, &fakeShadows{}, tt.site)
-			h.waitFor("the submission to wait for the ConfigMap", func() bool {
-				got := h.last(pod)
-				if got == nil || len(got.Status.ContainerStatuses) == 0 {
-					return false
-				}
-				w := got.Status.ContainerStatuses[0].State.Waiting
-				return w != nil && w.Reason == reasonConfigError
-			})
+			h.waitForConfigMap(pod)
 			h.annotate(pod, tt.after)
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "ns"}, Data: map[string]string{"k": "v"}}
-			if _, err := h.client.CoreV1().ConfigMaps("ns").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("create configmap: %v", err)
-			}
+			h.createLater()
 			h.waitRefusedOrSubmitted(pod)
 			if submits, _, _, _ := h.jobs.counts(); submits != 0 {
 				// The attempt in flight when the patch came (checked and

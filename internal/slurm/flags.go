@@ -70,6 +70,26 @@ func ValidateFlag(flag string) error {
 	return nil
 }
 
+// jobNameOption is the option that names a job. A pod's job name is
+// dropped rather than refused (podFlags).
+const jobNameOption = "job-name"
+
+// isJobName tells whether flag, as SplitFlags gives it, names the job:
+// --job-name=value or an abbreviation that sbatch reads as it, one that no
+// other option of sbatch's starts with (--job=x, --j=x on Slurm 22.05).
+func isJobName(flag string) bool {
+	name, _, hasValue := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+	if !hasValue || !strings.HasPrefix(flag, "--") || name == "" || !strings.HasPrefix(jobNameOption, name) {
+		return false
+	}
+	for o := range sbatchOptions {
+		if o != jobNameOption && strings.HasPrefix(o, name) {
+			return false
+		}
+	}
+	return true
+}
+
 // reservedFlag is the reserved option that name is or abbreviates, or "".
 // When name abbreviates several, the first in alphabetical order.
 func reservedFlag(name string) string {

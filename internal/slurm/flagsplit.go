@@ -22,11 +22,70 @@ import (
 // backslashes or '#'. NUL and CR are refused, and so is a word that is
 // neither an option nor the value of the one before it.
 func SplitFlags(annotation string) ([]string, error) {
-	words, err := splitWords(annotation)
+	var flags []string
+	err := eachFlag(annotation, func(w flagWord) error {
+		if err := w.validate(); err != nil {
+			return err
+		}
+		flags = append(flags, w.flag)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var flags []string
+	return flags, nil
+}
+
+// podFlags reads a pod's AnnotationFlags as SplitFlags does, except that a
+// job name (--job-name=x, -J x, -Jx, or an abbreviation sbatch takes) is
+// left out and returned, as written, in dropped instead of refused:
+// interLink's tutorials name their jobs so, sluice names every job after
+// its pod's UID, and a name the job cannot have changes nothing else about
+// it. Every other option sluice sets itself is refused, as by SplitFlags.
+func podFlags(annotation string) (flags, dropped []string, err error) {
+	err = eachFlag(annotation, func(w flagWord) error {
+		if isJobName(w.flag) {
+			dropped = append(dropped, w.written)
+			return nil
+		}
+		if err := w.validate(); err != nil {
+			return err
+		}
+		flags = append(flags, w.flag)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return flags, dropped, nil
+}
+
+// flagWord is one option of AnnotationFlags: flag in the form sluice
+// emits, not yet validated, and the words it was written as.
+type flagWord struct {
+	flag, written string
+}
+
+// validate checks w.flag with ValidateFlag, naming the words it was written
+// as when they differ from it.
+func (w flagWord) validate() error {
+	err := ValidateFlag(w.flag)
+	if err != nil && w.written != w.flag {
+		return fmt.Errorf("%q: %w", w.written, err)
+	}
+	return err
+}
+
+// eachFlag splits annotation into options and calls take with each, in the
+// form sluice emits (canonicalFlag), in order, up to the first error, its
+// own or take's: an option's refusal comes before that of the words after
+// it.
+func eachFlag(annotation string, take func(flagWord) error) error {
+	words, err := splitWords(annotation)
+	if err != nil {
+		return err
+	}
+	prev := ""
 	for i := 0; i < len(words); i++ {
 		word := words[i]
 		next := ""
@@ -35,32 +94,29 @@ func SplitFlags(annotation string) ([]string, error) {
 		}
 		flag, usedNext, err := canonicalFlag(word, next)
 		if err != nil {
-			return nil, optionalValueHint(err, flags, word)
+			return optionalValueHint(err, prev, word)
 		}
 		written := word
 		if usedNext {
 			written += " " + next
 			i++
 		}
-		if err := ValidateFlag(flag); err != nil {
-			if written != flag {
-				return nil, fmt.Errorf("%q: %w", written, err)
-			}
-			return nil, err
+		if err := take(flagWord{flag: flag, written: written}); err != nil {
+			return err
 		}
-		flags = append(flags, flag)
+		prev = flag
 	}
-	return flags, nil
+	return nil
 }
 
 // optionalValueHint adds to err, the refusal of word, how to give word as
-// the value of the flag before it when that flag's value is optional
-// (--exclusive user): sbatch takes such a value only after '='.
-func optionalValueHint(err error, flags []string, word string) error {
-	if len(flags) == 0 || strings.HasPrefix(word, "-") {
+// the value of prev, the flag before it ("" for none), when that flag's
+// value is optional (--exclusive user): sbatch takes such a value only
+// after '='.
+func optionalValueHint(err error, prev, word string) error {
+	if prev == "" || strings.HasPrefix(word, "-") {
 		return err
 	}
-	prev := flags[len(flags)-1]
 	if strings.Contains(prev, "=") || sbatchOptions[prev[2:]] != argOptional {
 		return err
 	}

@@ -91,6 +91,13 @@ type podBuilder struct {
 	rt   Runtime
 	site *SiteOptions
 	job  *Job
+	// ann holds the pod's annotations as annotations.Current reads them:
+	// a job is made from these, never from pod.Annotations, so that one
+	// written under the legacy prefix goes through the same checks.
+	ann map[string]string
+	// written gives the key a pod wrote an annotation of ann under, where
+	// it is not the annotation's name (the legacy prefix).
+	written map[string]string
 	// imageRoot is the pod's AnnotationImageRoot, when set.
 	imageRoot    string
 	imageRootSet bool
@@ -113,6 +120,7 @@ func (b *podBuilder) build() (*Job, error) {
 		return nil, podErr("spec.containers", "the pod has no containers")
 	}
 	b.job = &Job{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}
+	b.readAnnotations()
 	if err := b.annotations(); err != nil {
 		return nil, err
 	}
@@ -121,7 +129,7 @@ func (b *podBuilder) build() (*Job, error) {
 		return nil, err
 	}
 	b.job.Resources = res
-	name, named := p.Annotations[AnnotationFlavor]
+	name, named := b.ann[AnnotationFlavor]
 	f, warnings := b.site.chooseFlavor(name, named, res.GPUs)
 	if f != nil {
 		applyFlavor(b.job, f)
@@ -178,15 +186,16 @@ func (b *podBuilder) envNames(vars []envEntry) ([]string, error) {
 }
 
 func (b *podBuilder) annotations() error {
-	a := b.pod.Annotations
-	flags, err := SplitFlags(a[AnnotationFlags])
+	a := b.ann
+	flags, dropped, err := podFlags(a[AnnotationFlags])
 	if err != nil {
-		return podErr("metadata.annotations["+AnnotationFlags+"]", "%v", err)
+		return podErr(b.field(AnnotationFlags), "%v", err)
 	}
 	b.job.Flags = flags
+	b.dropped(dropped)
 	pre := a[AnnotationPreExec]
 	if err := checkScriptText(pre); err != nil {
-		return podErr("metadata.annotations["+AnnotationPreExec+"]", "the snippet %v", err)
+		return podErr(b.field(AnnotationPreExec), "the snippet %v", err)
 	}
 	b.job.PreExec = pre
 	return b.runtimeAnnotations()

@@ -275,15 +275,22 @@ func TestFromPodRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := fullPod([3]string{"busybox", "python:3", "/img.sif"})
 			tt.edit(pod)
-			_, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: tt.rt})
-			var pe *PodError
-			if !errors.As(err, &pe) {
-				t.Fatalf("got %v; want a *PodError", err)
-			}
-			if pe.Field != tt.field || !strings.Contains(pe.Reason, tt.want) {
-				t.Errorf("got %q; want field %s and a reason containing %q", err, tt.field, tt.want)
-			}
+			wantPodError(t, pod, tt.rt, tt.field, tt.want)
 		})
+	}
+}
+
+// wantPodError checks that FromPod refuses pod with a *PodError naming
+// field, with a reason containing want.
+func wantPodError(t *testing.T, pod *corev1.Pod, rt Runtime, field, want string) {
+	t.Helper()
+	_, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: rt})
+	var pe *PodError
+	if !errors.As(err, &pe) {
+		t.Fatalf("got %v; want a *PodError", err)
+	}
+	if pe.Field != field || !strings.Contains(pe.Reason, want) {
+		t.Errorf("got %q; want field %s and a reason containing %q", err, field, want)
 	}
 }
 

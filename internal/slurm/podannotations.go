@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
@@ -17,8 +18,8 @@ const ReasonAnnotationNotApplied = annotations.EventNotImplemented
 // run: apptainer or enroot mounts and options, mpiexec, the image root. It runs before
 // the containers are built, which take the image root.
 func (b *podBuilder) runtimeAnnotations() error {
-	a := b.pod.Annotations
-	field := func(name string) string { return "metadata.annotations[" + name + "]" }
+	a := b.ann
+	field := b.field
 	for _, an := range []struct {
 		name   string
 		src    optionSource
@@ -71,7 +72,60 @@ func (b *podBuilder) runtimeAnnotations() error {
 }
 
 func (b *podBuilder) notApplied(name, why string) {
-	b.job.Warnings = append(b.job.Warnings, Warning{ReasonAnnotationNotApplied, name + ": " + why})
+	b.job.Warnings = append(b.job.Warnings, Warning{ReasonAnnotationNotApplied, b.key(name) + ": " + why})
+}
+
+// ReasonFlagDropped is the reason of the Warning of the job name a pod
+// gives in AnnotationFlags, which its job does not take (podFlags).
+const ReasonFlagDropped = "SlurmFlagDropped"
+
+// maxDroppedText bounds the options a Warning of dropped flags quotes.
+const maxDroppedText = 256
+
+// dropped warns of the job name options the pod's AnnotationFlags gave, as
+// written, if any.
+func (b *podBuilder) dropped(written []string) {
+	if len(written) == 0 {
+		return
+	}
+	quoted := make([]string, len(written))
+	for i, w := range written {
+		quoted[i] = strconv.Quote(w)
+	}
+	text := strings.Join(quoted, ", ")
+	if len(text) > maxDroppedText {
+		text = text[:maxDroppedText] + "..."
+	}
+	b.job.Warnings = append(b.job.Warnings, Warning{ReasonFlagDropped, fmt.Sprintf(
+		"%s: %s dropped: sluice names the job after the pod UID, %s, to find it again", b.key(AnnotationFlags), text, b.job.UID)})
+}
+
+// readAnnotations reads the pod's annotations as annotations.Current does,
+// into b.ann and b.written.
+func (b *podBuilder) readAnnotations() {
+	var legacy []annotations.Legacy
+	b.ann, legacy = annotations.Current(b.pod.Annotations)
+	for _, l := range legacy {
+		if !l.Ignored {
+			if b.written == nil {
+				b.written = map[string]string{}
+			}
+			b.written[l.Name] = l.Key
+		}
+	}
+}
+
+// key is the annotation the pod wrote name under.
+func (b *podBuilder) key(name string) string {
+	if k, ok := b.written[name]; ok {
+		return k
+	}
+	return name
+}
+
+// field is the path of annotation name in the pod, as it wrote it.
+func (b *podBuilder) field(name string) string {
+	return "metadata.annotations[" + b.key(name) + "]"
 }
 
 // mpiFlags splits the value of AnnotationMPIFlags into words as a shell

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,4 +110,26 @@ func ceilDiv(a, b int64) int64 {
 		n++
 	}
 	return n
+}
+
+// writtenResources are the resources of job that its script states. The
+// pod's flags win over its resources (they come after them in the script),
+// but sbatch refuses a job that asks for memory both per node and per CPU
+// or GPU ("--mem, --mem-per-cpu, and --mem-per-gpu are mutually
+// exclusive"), or for CPUs both per task and per GPU, instead of taking the
+// later line: so the line that flags asking per CPU or GPU replace is left
+// out. interLink's tutorial pods ask --mem-per-cpu, and a flavor's
+// MemoryDefault must not fail them.
+func writtenResources(job *Job) Resources {
+	r := job.Resources
+	for _, f := range job.Flags {
+		name, _, _ := strings.Cut(f, "=")
+		switch name {
+		case "--mem-per-cpu", "--mem-per-gpu":
+			r.MemoryMiB = 0
+		case "--cpus-per-gpu":
+			r.CPUs = 0
+		}
+	}
+	return r
 }

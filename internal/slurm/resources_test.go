@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,44 @@ func TestPodResources(t *testing.T) {
 				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// Flags asking for memory per CPU or GPU, or CPUs per GPU, replace the
+// line of the resources that sbatch would refuse beside them; the others
+// stay.
+func TestWrittenResources(t *testing.T) {
+	res := Resources{CPUs: 2, MemoryMiB: 100, GPUs: 1}
+	tests := []struct {
+		flags []string
+		want  Resources
+	}{
+		{nil, res},
+		{[]string{"--mem=1G", "--cpus-per-task=4"}, res}, // later lines: sbatch takes them
+		{[]string{"--mem-per-cpu=2000"}, Resources{CPUs: 2, GPUs: 1}},
+		{[]string{"--mem-per-gpu=8G"}, Resources{CPUs: 2, GPUs: 1}},
+		{[]string{"--cpus-per-gpu=4"}, Resources{MemoryMiB: 100, GPUs: 1}},
+		{[]string{"--mem-per-cpu=1", "--cpus-per-gpu=4"}, Resources{GPUs: 1}},
+		{[]string{"--mem-per-cpux=1"}, res},
+	}
+	for _, tt := range tests {
+		job := &Job{Resources: res, Flags: tt.flags}
+		if got := writtenResources(job); got != tt.want {
+			t.Errorf("flags %q: got %+v; want %+v", tt.flags, got, tt.want)
+		}
+		if job.Resources != res {
+			t.Errorf("flags %q: the job's resources changed to %+v", tt.flags, job.Resources)
+		}
+	}
+	pod := simplePod("/img.sif")
+	pod.Annotations = map[string]string{AnnotationFlags: "--job-name=test-pod-cfg -t 2800 --ntasks=8 --nodes=1 --mem-per-cpu=2000"}
+	job := fromPod(t, pod, RuntimeApptainer)
+	job.Resources.MemoryMiB = 100 // as a flavor's MemoryDefault gives it
+	script, err := Script(job, ScriptOptions{JobDir: "/job", Runtime: RuntimeApptainer})
+	if err != nil {
+		t.Fatalf("Script: %v", err)
+	}
+	if s := string(script); strings.Contains(s, "#SBATCH --mem=") || !strings.Contains(s, "#SBATCH --mem-per-cpu=2000\n") {
+		t.Errorf("the script asks memory per node beside --mem-per-cpu, or not per CPU:\n%s", s)
 	}
 }

@@ -174,7 +174,7 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		Shell: shell, CommandPrefix: opts.Site.CommandPrefix, FlavorFlags: job.FlavorFlags,
 		UID: job.UID, Namespace: job.Namespace, Name: job.Name, Comment: comment,
 		JobDir:    opts.JobDir,
-		Resources: job.Resources,
+		Resources: writtenResources(job),
 		Time:      slurmTime(job.Resources.TimeLimit),
 		Flags:     job.Flags,
 		PreExec:   job.PreExec,

@@ -57,18 +57,7 @@ func TestInterLinkPodRunsUnchanged(t *testing.T) {
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	e.create(pod)
 	e.waitPod("interlink", "Running", 120*time.Second, phaseIs(corev1.PodRunning))
-	job := e.jobID("interlink")
-
-	out, err := e.site.Run(context.Background(), nil, "scontrol", "show", "job", "-o", job)
-	if err != nil {
-		t.Fatalf("scontrol show job %s: %v", job, err)
-	}
-	fields := map[string]string{}
-	for _, f := range strings.Fields(string(out)) {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			fields[k] = v
-		}
-	}
+	fields := e.scontrolJob(e.jobID("interlink"))
 	for k, want := range map[string]string{"Partition": "debug", "TimeLimit": "00:10:00", "MinMemoryNode": "200M"} {
 		if fields[k] != want {
 			t.Errorf("scontrol shows %s=%q; want %q", k, fields[k], want)
@@ -77,4 +66,44 @@ func TestInterLinkPodRunsUnchanged(t *testing.T) {
 	if got := fields["TresPerNode"]; !strings.Contains(got, "gpu:1") {
 		t.Errorf("scontrol shows TresPerNode=%q; want gres:gpu:1 from the GPU flavor", got)
 	}
+}
+
+// TestInterLinkTutorialPodRuns: a pod as interLink's tutorials write it, its
+// flags under the legacy prefix slurm-job.knoc.io/ and naming its job, runs
+// to its end; two Warning Events say that the legacy annotation was read as
+// slurm-job.vk.io/flags and that the job name was dropped, and Slurm shows
+// the job named after the pod UID, with the memory the flags ask for.
+func TestInterLinkTutorialPodRuns(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	pod := e.pod("tutorial", "echo hello muu")
+	pod.Annotations = map[string]string{"slurm-job.knoc.io/flags": "--job-name=tutorial --mem=100M"}
+	pod = e.create(pod)
+	done := e.waitPod("tutorial", "Succeeded", 90*time.Second, phaseIs(corev1.PodSucceeded))
+	e.waitEvent(pod, "AnnotationLegacyPrefix: slurm-job.knoc.io/flags is read as slurm-job.vk.io/flags")
+	e.waitEvent(pod, `SlurmFlagDropped: slurm-job.knoc.io/flags: "--job-name=tutorial" dropped: sluice names the job after the pod UID, `+string(pod.UID))
+
+	fields := e.scontrolJob(jobID(done))
+	if fields["JobName"] != string(pod.UID) || fields["MinMemoryNode"] != "100M" {
+		t.Errorf("scontrol shows JobName=%q MinMemoryNode=%q; want the pod UID %s and 100M", fields["JobName"], fields["MinMemoryNode"], pod.UID)
+	}
+	if got := e.logs("tutorial", corev1.PodLogOptions{}); len(got) != 1 || got[0] != "hello muu" {
+		t.Errorf("logs: got %q; want [hello muu]", got)
+	}
+}
+
+// scontrolJob is what scontrol shows of job, by field: JobName, Partition, …
+func (e *env) scontrolJob(job string) map[string]string {
+	e.t.Helper()
+	out, err := e.site.Run(context.Background(), nil, "scontrol", "show", "job", "-o", job)
+	if err != nil {
+		e.t.Fatalf("scontrol show job %s: %v", job, err)
+	}
+	fields := map[string]string{}
+	for _, f := range strings.Fields(string(out)) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			fields[k] = v
+		}
+	}
+	return fields
 }
