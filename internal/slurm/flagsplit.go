@@ -20,8 +20,16 @@ import (
 // --constraint="a|b" read as written on a command line; the value they give
 // must still be one word of printable ASCII without spaces, quotes,
 // backslashes or '#'. NUL and CR are refused, and so is a word that is
-// neither an option nor the value of the one before it.
+// neither an option nor the value of the one before it. The options are
+// those of sluice's built-in table (SbatchOptions.SplitFlags reads a
+// site's).
 func SplitFlags(annotation string) ([]string, error) {
+	return (*SbatchOptions)(nil).SplitFlags(annotation)
+}
+
+// SplitFlags reads annotation as the package's SplitFlags does, with the
+// options of t.
+func (t *SbatchOptions) SplitFlags(annotation string) ([]string, error) {
 	words, err := splitWords(annotation)
 	if err != nil {
 		return nil, err
@@ -33,16 +41,16 @@ func SplitFlags(annotation string) ([]string, error) {
 		if i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
 			next = words[i+1]
 		}
-		flag, usedNext, err := canonicalFlag(word, next)
+		flag, usedNext, err := t.canonicalFlag(word, next)
 		if err != nil {
-			return nil, optionalValueHint(err, flags, word)
+			return nil, t.optionalValueHint(err, flags, word)
 		}
 		written := word
 		if usedNext {
 			written += " " + next
 			i++
 		}
-		if err := ValidateFlag(flag); err != nil {
+		if err := t.ValidateFlag(flag); err != nil {
 			if written != flag {
 				return nil, fmt.Errorf("%q: %w", written, err)
 			}
@@ -56,12 +64,12 @@ func SplitFlags(annotation string) ([]string, error) {
 // optionalValueHint adds to err, the refusal of word, how to give word as
 // the value of the flag before it when that flag's value is optional
 // (--exclusive user): sbatch takes such a value only after '='.
-func optionalValueHint(err error, flags []string, word string) error {
+func (t *SbatchOptions) optionalValueHint(err error, flags []string, word string) error {
 	if len(flags) == 0 || strings.HasPrefix(word, "-") {
 		return err
 	}
 	prev := flags[len(flags)-1]
-	if strings.Contains(prev, "=") || sbatchOptions[prev[2:]] != argOptional {
+	if kind, _ := t.option(prev[2:]); strings.Contains(prev, "=") || kind != argOptional {
 		return err
 	}
 	return fmt.Errorf("%w; %s takes its value as %s=%s", err, prev, prev, word)
@@ -71,23 +79,23 @@ func optionalValueHint(err error, flags []string, word string) error {
 // "--name=value", taking next (the following word, "" when there is none
 // or it is an option) as its value when the option requires one and word
 // has none. It reports whether it took next.
-func canonicalFlag(word, next string) (string, bool, error) {
+func (t *SbatchOptions) canonicalFlag(word, next string) (string, bool, error) {
 	switch {
 	case strings.HasPrefix(word, "--"):
 		if strings.Contains(word, "=") {
 			return word, false, nil
 		}
-		if sbatchOptions[word[2:]] == argRequired && next != "" {
+		if kind, _ := t.option(word[2:]); kind == argRequired && next != "" {
 			return word + "=" + next, true, nil
 		}
 		return word, false, nil
 	case len(word) >= 2 && word[0] == '-':
-		long, ok := sbatchShortOptions[word[1]]
+		long, ok := t.shortOption(word[1])
 		if !ok {
-			return "", false, fmt.Errorf("%q: sbatch has no option -%c", word, word[1])
+			return "", false, fmt.Errorf("%q: %s -%c%s", word, t.whose(), word[1], t.unknownNote())
 		}
 		attached := word[2:]
-		if sbatchOptions[long] != argRequired {
+		if kind, _ := t.option(long); kind != argRequired {
 			if attached != "" {
 				return "", false, fmt.Errorf("%q: -%c (--%s) takes no value; write one option per word", word, word[1], long)
 			}

@@ -179,7 +179,7 @@ func (b *podBuilder) envNames(vars []envEntry) ([]string, error) {
 
 func (b *podBuilder) annotations() error {
 	a := b.pod.Annotations
-	flags, err := SplitFlags(a[AnnotationFlags])
+	flags, err := b.site.Sbatch.SplitFlags(a[AnnotationFlags])
 	if err != nil {
 		return podErr("metadata.annotations["+AnnotationFlags+"]", "%v", err)
 	}
