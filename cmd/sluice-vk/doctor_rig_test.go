@@ -22,8 +22,8 @@ import (
 )
 
 // TestRigDoctor runs `sluice-vk doctor --json` against the rig: healthy,
-// every line is OK; then with one thing broken at a time — the node's sshd
-// through its override file (restored, and the sshd restarted, when each
+// every line is OK; then with one thing broken at a time — the node's or the
+// login node's sshd through its override file (restored, and the sshd restarted, when each
 // case ends), or the configuration — the matching line is FAIL naming the
 // fix, and every other line keeps its verdict, except the lines that need
 // what broke, which are SKIP: with a wrong pinned node key the doctor does
@@ -44,7 +44,18 @@ func TestRigDoctor(t *testing.T) {
 	if c, ok := healthy.Find("login-shell"); !ok || !strings.Contains(c.Found, "runs sluice's POSIX sh command lines") {
 		t.Errorf("healthy rig: login-shell %+v; want it found and OK", c)
 	}
-	if len(healthy.Checks) < 15 || t.Failed() {
+	// The versions and the options sluice learned from the site.
+	for _, line := range []string{"openssh", "sbatch-options", "login-forwarding", "node-forwarding"} {
+		c, _ := healthy.Find(line)
+		t.Logf("%s %s: %s", c.Status, line, c.Found)
+	}
+	if c, _ := healthy.Find("openssh"); !strings.Contains(c.Found, "login sshd SSH-2.0-OpenSSH_") {
+		t.Errorf("healthy rig: openssh %+v; want the login sshd's banner", c)
+	}
+	if c, _ := healthy.Find("sbatch-options"); !strings.Contains(c.Found, "learned from the site: sbatch 22.05") {
+		t.Errorf("healthy rig: sbatch-options %+v; want learned from 22.05", c)
+	}
+	if len(healthy.Checks) < 19 || t.Failed() {
 		// Each case below compares its lines with these.
 		t.Fatalf("healthy rig: %d checks, not all OK", len(healthy.Checks))
 	}
@@ -52,13 +63,21 @@ func TestRigDoctor(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		override string                    // node sshd options
+		login    string                    // login sshd options
 		config   func(t *testing.T) string // extra SSH keys, or a DataRoot line
 		check    string
 		fix      string
+		alsoFail []string // lines that fail with it
 		skipped  []string // lines that need the check's success
 	}{
+		{name: "node forwarding disabled", override: "DisableForwarding yes\n",
+			check: "node-forwarding", fix: "Network.SSH.Reverse.Sshd: userspace",
+			alsoFail: []string{"stream-local", "gateway-ports"}},
+		{name: "login TCP forwarding refused", login: "AllowTcpForwarding no\n",
+			check: "login-forwarding", fix: "Network.SSH.Reverse.NodeExec: srun with Reverse.Sshd: userspace",
+			alsoFail: []string{"node-sshd"}, skipped: []string{"stream-local", "gateway-ports", "node-forwarding"}},
 		{name: "stream-local refused", override: "AllowStreamLocalForwarding no\n",
-			check: "stream-local", fix: "Network.SSH.Reverse.Sshd: userspace"},
+			check: "stream-local", fix: "Network.SSH.Reverse.Sshd: userspace", alsoFail: []string{"node-forwarding"}},
 		{name: "GatewayPorts on", override: "GatewayPorts yes\n",
 			check: "gateway-ports", fix: "GatewayPorts no"},
 		{name: "wrong node key", config: func(t *testing.T) string {
@@ -69,7 +88,7 @@ func TestRigDoctor(t *testing.T) {
 			}
 			return "NodeKnownHostsFile: " + file
 		}, check: "node-sshd", fix: "pin the compute nodes' current host keys",
-			skipped: []string{"stream-local", "gateway-ports"}},
+			skipped: []string{"stream-local", "gateway-ports", "node-forwarding"}},
 		{name: "data root not writable", config: func(*testing.T) string {
 			return "DataRoot: /etc/sluice-doctor" // alice cannot make it
 		}, check: "data-root", fix: "Site.DataRoot"},
@@ -93,6 +112,9 @@ func TestRigDoctor(t *testing.T) {
 			if tc.override != "" {
 				r.OverrideNodeSSHD(t, tc.override) // restored when this case ends
 			}
+			if tc.login != "" {
+				r.OverrideLoginSSHD(t, tc.login) // restored when this case ends
+			}
 			got := runDoctor(t, rigDoctorConfig(t, r, extra), 1)
 			for _, want := range healthy.Checks {
 				c, ok := got.Find(want.Name)
@@ -104,6 +126,10 @@ func TestRigDoctor(t *testing.T) {
 						t.Errorf("%s: %s %q (fix %q); want FAIL with a fix naming %q", c.Name, c.Status, c.Found, c.Fix, tc.fix)
 					}
 					t.Logf("%s %s: %s — fix: %s", c.Status, c.Name, c.Found, c.Fix)
+				case slices.Contains(tc.alsoFail, c.Name):
+					if c.Status != doctor.Fail {
+						t.Errorf("%s: %s %q; want FAIL with %s", c.Name, c.Status, c.Found, tc.check)
+					}
 				case slices.Contains(tc.skipped, c.Name):
 					if c.Status != doctor.Skip {
 						t.Errorf("%s: %s %q; want SKIP, for want of a trusted connection", c.Name, c.Status, c.Found)

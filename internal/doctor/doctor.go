@@ -71,6 +71,13 @@ func (d *Doctor) Run(ctx context.Context) *Report {
 	r.add(dataRoot)
 	r.add(spaceCheck(ctx, runner, c.Site.DataRoot))
 	r.add(sha256Check(ctx, runner, c))
+	r.add(sbatchOptionsCheck(ctx, runner, c.Site.DataRoot, log))
+	r.add(opensshCheck(ctx, runner, login))
+	if login != nil {
+		r.add(loginForwardingCheck(login, a.addr, c))
+	} else {
+		r.add(Check{Name: "login-forwarding", Status: Skip, Found: "not checked: Site.Access local has no SSH connection to the login node"})
+	}
 	p := &prober{d: d, r: r, runner: runner, log: log, access: a, login: login}
 	p.run(ctx, dataRoot.Status == OK)
 	return r
@@ -98,11 +105,11 @@ func (d *Doctor) dialer(r *Report, log *slog.Logger) sshx.DialFunc {
 }
 
 // probeChecks are the lines the probe job gives, in order.
-var probeChecks = []string{"probe-job", "runtime", "socket-dir", "unprivileged-ports", "node-sshd", "stream-local", "gateway-ports"}
+var probeChecks = []string{"probe-job", "runtime", "socket-dir", "unprivileged-ports", "node-sshd", "stream-local", "gateway-ports", "node-forwarding"}
 
 // skipRest adds every check after the login's as skipped.
 func (d *Doctor) skipRest(r *Report, why string) {
-	for _, name := range append([]string{"login-shell", "slurm", "data-root", "data-root-space", "sha256sum"}, probeChecks...) {
+	for _, name := range append([]string{"login-shell", "slurm", "data-root", "data-root-space", "sha256sum", "sbatch-options", "openssh", "login-forwarding"}, probeChecks...) {
 		r.add(Check{Name: name, Status: Skip, Found: why})
 	}
 }

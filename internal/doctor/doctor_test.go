@@ -19,14 +19,17 @@ import (
 )
 
 // fakeSlurm puts sbatch, squeue, scancel, sacct and srun in a directory at
-// the head of PATH: each prints its version; sbatch refuses every job, as a
-// site whose default partition is wrong does.
+// the head of PATH: each prints its version; sbatch lists the options of a
+// site a release past the built-in table (--tres-per-task), and refuses
+// every job, as a site whose default partition is wrong does.
 func fakeSlurm(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range slurmCommands {
 		body := `[ "$1" = --version ] && { echo "slurm 22.05.8"; exit 0; }` + "\n"
 		if name == "sbatch" {
+			body += `[ "$1" = --help ] && { printf '  -p, --partition=name  partition\n      --tres-per-task=list  tres\n'; exit 0; }` + "\n"
+			body += `[ "$1" = --usage ] && { echo 'Usage: sbatch [--hold]'; exit 0; }` + "\n"
 			body += "cat >/dev/null\necho 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\nexit 1\n"
 		} else {
 			body += "exit 0\n" // no job in the queue
@@ -93,7 +96,8 @@ Network:
 	want := map[string]Status{
 		"certificate": OK, "login": OK, "auth": OK, "login-shell": OK, "slurm": OK, "data-root": OK, "sha256sum": OK,
 		"probe-job": Fail, "runtime": Skip, "socket-dir": Skip, "unprivileged-ports": Skip,
-		"node-sshd": Skip, "stream-local": Skip, "gateway-ports": Skip,
+		"node-sshd": Skip, "stream-local": Skip, "gateway-ports": Skip, "node-forwarding": Skip,
+		"sbatch-options": OK, "openssh": OK, "login-forwarding": OK,
 	}
 	for name, status := range want {
 		if c, ok := r.Find(name); !ok || c.Status != status {
@@ -109,10 +113,18 @@ Network:
 	if c, _ := r.Find("auth"); !strings.Contains(c.Found, "with its certificate") {
 		t.Errorf("auth does not name the certificate: %+v", c)
 	}
-	if !r.Failed() || len(r.Checks) != 15 {
-		t.Errorf("failed %v with %d checks; want failed with 15", r.Failed(), len(r.Checks))
+	if c, _ := r.Find("sbatch-options"); !strings.Contains(c.Found, "sbatch 22.05.8: 3 options listed, 1 beyond Slurm 22.05 (tres-per-task)") {
+		t.Errorf("sbatch-options: %+v", c)
 	}
-	if left, _ := os.ReadDir(filepath.Join(dir, "data")); len(left) != 0 {
-		t.Errorf("the doctor left %v in the data root", left)
+	if c, _ := r.Find("openssh"); !strings.Contains(c.Found, "login sshd SSH-2.0-") || !strings.Contains(c.Found, "ssh -V on the login node: ") {
+		t.Errorf("openssh: %+v", c)
+	}
+	if !r.Failed() || len(r.Checks) != 19 {
+		t.Errorf("failed %v with %d checks; want failed with 19", r.Failed(), len(r.Checks))
+	}
+	// the probe's files are gone; what sbatch listed is kept for sluice-vk
+	left, _ := os.ReadDir(filepath.Join(dir, "data"))
+	if len(left) != 1 || left[0].Name() != ".sbatch" {
+		t.Errorf("the doctor left %v in the data root; want .sbatch only", left)
 	}
 }

@@ -38,6 +38,7 @@ func nodeChecks(ctx context.Context, r *Report, c *config.Config, a *access, log
 	skip := func(why string) {
 		r.add(Check{Name: "stream-local", Status: Skip, Found: why})
 		r.add(Check{Name: "gateway-ports", Status: Skip, Found: why})
+		r.add(Check{Name: "node-forwarding", Status: Skip, Found: why})
 	}
 	if h.NodeKnownHostsFile == "" {
 		r.add(Check{Name: "node-sshd", Status: Warn, Found: "not checked: Network.SSH.NodeKnownHostsFile is not set",
@@ -61,8 +62,10 @@ func nodeChecks(ctx context.Context, r *Report, c *config.Config, a *access, log
 		return
 	}
 	defer node.Close()
-	r.add(streamLocalCheck(node, sockDir, c))
+	stream, streamed := streamLocalCheck(node, sockDir, c)
+	r.add(stream)
 	r.add(gatewayPortsCheck(ctx, node, host, c.Network.SSH.Reverse.AllowSocks))
+	r.add(nodeForwardingCheck(node, host, streamed, c))
 }
 
 // decideNodeSSHD decides the node-sshd line from the node hop's outcome.
@@ -86,10 +89,11 @@ func decideNodeSSHD(host, file string, seen *hostKeySeen, err error, bad Status)
 }
 
 // streamLocalCheck asks the node's sshd for a unix-socket forward in dir,
-// as the reverse tunnel does for each endpoint.
-func streamLocalCheck(node *ssh.Client, dir string, c *config.Config) Check {
+// as the reverse tunnel does for each endpoint, and says what the sshd
+// answered.
+func streamLocalCheck(node *ssh.Client, dir string, c *config.Config) (Check, forwardOutcome) {
 	if dir == "" {
-		return Check{Name: "stream-local", Status: Skip, Found: "not checked: the probe made no socket directory"}
+		return Check{Name: "stream-local", Status: Skip, Found: "not checked: the probe made no socket directory"}, forwardNotChecked
 	}
 	sock := path.Join(dir, "doctor.sock")
 	ln, err := node.ListenUnix(sock)
@@ -97,7 +101,7 @@ func streamLocalCheck(node *ssh.Client, dir string, c *config.Config) Check {
 		ln.Close()
 	}
 	r := c.Network.SSH.Reverse
-	return decideStreamLocal(sock, err, r.Enabled && r.Sshd == "node")
+	return decideStreamLocal(sock, err, r.Enabled && r.Sshd == "node"), classifyForward(err, true)
 }
 
 func decideStreamLocal(sock string, err error, needed bool) Check {

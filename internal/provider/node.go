@@ -34,6 +34,10 @@ const (
 	KubeletVersion = "v1.37.2-sluice"
 	// LabelSlurmVersion is the node label with the site's Slurm version.
 	LabelSlurmVersion = "sluice.io/slurm-version"
+	// AnnotationSbatchOptions is the node annotation that says which
+	// sbatch options the pods' flags are checked against: the site's, or
+	// sluice's built-in table and why.
+	AnnotationSbatchOptions = "sluice.io/sbatch-options"
 )
 
 // NewNode is the node object of the virtual node: its capacity, labels,

@@ -43,21 +43,7 @@ var version = regexp.MustCompile(`[0-9]+(\.[0-9]+)+([-+~][0-9A-Za-z.]+)?`)
 // maxDescribeOutput is an error (ErrOutputLimit) on the SSH and Local
 // runners; each value is cut and stripped to printable ASCII.
 func Describe(ctx context.Context, r Runner, runtime string) (Info, error) {
-	args := []string{"sh", "-c", describeScript, "sh", runtime}
-	var out []byte
-	var err error
-	// More than maxDescribeOutput is not read: the site's own head(1) may
-	// not be what it says.
-	switch r := r.(type) {
-	case *SSH:
-		out, err = r.run(ctx, maxDescribeOutput, nil, args...)
-	case *Local:
-		l := *r
-		l.MaxStdout = maxDescribeOutput
-		out, err = l.Run(ctx, nil, args...)
-	default:
-		out, err = r.Run(ctx, nil, args...)
-	}
+	out, err := RunBounded(ctx, r, maxDescribeOutput, "sh", "-c", describeScript, "sh", runtime)
 	if err != nil {
 		return Info{}, fmt.Errorf("describe site: %w", err)
 	}
@@ -123,4 +109,26 @@ func clean(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// RunBounded runs args on r as Run does, reading at most max bytes of its
+// standard output on the SSH and Local runners: more is an error
+// (ErrOutputLimit), and is not read. Other runners' output is cut to max+1
+// bytes, so that a caller can tell it was too long. It is for commands
+// whose answer is untrusted and small: the site's own head(1) may not be
+// what it says.
+func RunBounded(ctx context.Context, r Runner, max int, args ...string) ([]byte, error) {
+	switch r := r.(type) {
+	case *SSH:
+		return r.run(ctx, max, nil, args...)
+	case *Local:
+		l := *r
+		l.MaxStdout = max
+		return l.Run(ctx, nil, args...)
+	}
+	out, err := r.Run(ctx, nil, args...)
+	if len(out) > max {
+		out = out[:max+1]
+	}
+	return out, err
 }

@@ -49,6 +49,8 @@ type Client struct {
 	follows followers
 	// logReads bound the reads of the logs' history (logreads.go).
 	logReads logReadSlots
+	// sbatch holds the sbatch options learned, by version (sbatchlearn.go).
+	sbatch sbatchCache
 }
 
 // JobID is a Slurm job ID.

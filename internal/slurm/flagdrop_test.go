@@ -40,7 +40,7 @@ func TestPodFlagsDropTheJobName(t *testing.T) {
 		{"-J 'x\n#SBATCH --wrap=id' --qos='a\n#SBATCH --wrap=id'", nil, nil, "without spaces, quotes"},
 	}
 	for _, tt := range tests {
-		flags, dropped, err := podFlags(tt.in)
+		flags, dropped, err := (*SbatchOptions)(nil).podFlags(tt.in)
 		switch {
 		case tt.err != "":
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -77,7 +77,7 @@ func FuzzPodFlags(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		flags, dropped, err := podFlags(in)
+		flags, dropped, err := (*SbatchOptions)(nil).podFlags(in)
 		strict, serr := SplitFlags(in)
 		switch {
 		case err != nil:

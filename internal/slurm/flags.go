@@ -46,8 +46,13 @@ var reservedFlags = map[string]string{
 // an abbreviation for whichever option it starts, and refuse an unknown one
 // at every submission), with a value exactly when the option takes one.
 // Flags that would change the job's name, files, script or sbatch's output
-// are refused, with the reason.
-func ValidateFlag(flag string) error {
+// are refused, with the reason. The options are those of sluice's built-in
+// table (SbatchOptions.ValidateFlag checks a site's).
+func ValidateFlag(flag string) error { return (*SbatchOptions)(nil).ValidateFlag(flag) }
+
+// ValidateFlag checks one flag as the package's ValidateFlag does, against
+// the options of t. sluice's own refusals come first, whatever t holds.
+func (t *SbatchOptions) ValidateFlag(flag string) error {
 	if !flagSyntax.MatchString(flag) {
 		return fmt.Errorf("sbatch flag %q: want one option, --name or --name=value, whose value is printable ASCII without spaces, quotes, backslashes or '#'", flag)
 	}
@@ -58,10 +63,10 @@ func ValidateFlag(flag string) error {
 	if r := reservedFlag(name); r != "" {
 		return fmt.Errorf("sbatch flag %q: --%s is set by sluice and cannot be changed: %s", flag, r, reservedFlags[r])
 	}
-	kind, known := sbatchOptions[name]
+	kind, known := t.option(name)
 	switch {
 	case !known:
-		return fmt.Errorf("sbatch flag %q: sbatch has no option --%s%s", flag, name, fullNames(name))
+		return fmt.Errorf("sbatch flag %q: %s --%s%s%s", flag, t.whose(), name, t.fullNames(name), t.unknownNote())
 	case kind == argRequired && !hasValue:
 		return fmt.Errorf("sbatch flag %q: --%s needs a value (--%s=value or --%s value)", flag, name, name, name)
 	case kind == argNone && hasValue:
@@ -77,12 +82,12 @@ const jobNameOption = "job-name"
 // isJobName tells whether flag, as SplitFlags gives it, names the job:
 // --job-name=value or an abbreviation that sbatch reads as it, one that no
 // other option of sbatch's starts with (--job=x, --j=x on Slurm 22.05).
-func isJobName(flag string) bool {
+func (t *SbatchOptions) isJobName(flag string) bool {
 	name, _, hasValue := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
 	if !hasValue || !strings.HasPrefix(flag, "--") || name == "" || !strings.HasPrefix(jobNameOption, name) {
 		return false
 	}
-	for o := range sbatchOptions {
+	for o := range t.longNames() {
 		if o != jobNameOption && strings.HasPrefix(o, name) {
 			return false
 		}
@@ -103,9 +108,9 @@ func reservedFlag(name string) string {
 }
 
 // fullNames suggests the options that name abbreviates, if any.
-func fullNames(name string) string {
+func (t *SbatchOptions) fullNames(name string) string {
 	var full []string
-	for o := range sbatchOptions {
+	for o := range t.longNames() {
 		if strings.HasPrefix(o, name) {
 			full = append(full, "--"+o)
 		}

@@ -20,11 +20,19 @@ import (
 // --constraint="a|b" read as written on a command line; the value they give
 // must still be one word of printable ASCII without spaces, quotes,
 // backslashes or '#'. NUL and CR are refused, and so is a word that is
-// neither an option nor the value of the one before it.
+// neither an option nor the value of the one before it. The options are
+// those of sluice's built-in table (SbatchOptions.SplitFlags reads a
+// site's).
 func SplitFlags(annotation string) ([]string, error) {
+	return (*SbatchOptions)(nil).SplitFlags(annotation)
+}
+
+// SplitFlags reads annotation as the package's SplitFlags does, with the
+// options of t.
+func (t *SbatchOptions) SplitFlags(annotation string) ([]string, error) {
 	var flags []string
-	err := eachFlag(annotation, func(w flagWord) error {
-		if err := w.validate(); err != nil {
+	err := t.eachFlag(annotation, func(w flagWord) error {
+		if err := t.validate(w); err != nil {
 			return err
 		}
 		flags = append(flags, w.flag)
@@ -42,13 +50,13 @@ func SplitFlags(annotation string) ([]string, error) {
 // interLink's tutorials name their jobs so, sluice names every job after
 // its pod's UID, and a name the job cannot have changes nothing else about
 // it. Every other option sluice sets itself is refused, as by SplitFlags.
-func podFlags(annotation string) (flags, dropped []string, err error) {
-	err = eachFlag(annotation, func(w flagWord) error {
-		if isJobName(w.flag) {
+func (t *SbatchOptions) podFlags(annotation string) (flags, dropped []string, err error) {
+	err = t.eachFlag(annotation, func(w flagWord) error {
+		if t.isJobName(w.flag) {
 			dropped = append(dropped, w.written)
 			return nil
 		}
-		if err := w.validate(); err != nil {
+		if err := t.validate(w); err != nil {
 			return err
 		}
 		flags = append(flags, w.flag)
@@ -68,8 +76,8 @@ type flagWord struct {
 
 // validate checks w.flag with ValidateFlag, naming the words it was written
 // as when they differ from it.
-func (w flagWord) validate() error {
-	err := ValidateFlag(w.flag)
+func (t *SbatchOptions) validate(w flagWord) error {
+	err := t.ValidateFlag(w.flag)
 	if err != nil && w.written != w.flag {
 		return fmt.Errorf("%q: %w", w.written, err)
 	}
@@ -80,7 +88,7 @@ func (w flagWord) validate() error {
 // form sluice emits (canonicalFlag), in order, up to the first error, its
 // own or take's: an option's refusal comes before that of the words after
 // it.
-func eachFlag(annotation string, take func(flagWord) error) error {
+func (t *SbatchOptions) eachFlag(annotation string, take func(flagWord) error) error {
 	words, err := splitWords(annotation)
 	if err != nil {
 		return err
@@ -92,9 +100,9 @@ func eachFlag(annotation string, take func(flagWord) error) error {
 		if i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
 			next = words[i+1]
 		}
-		flag, usedNext, err := canonicalFlag(word, next)
+		flag, usedNext, err := t.canonicalFlag(word, next)
 		if err != nil {
-			return optionalValueHint(err, prev, word)
+			return t.optionalValueHint(err, prev, word)
 		}
 		written := word
 		if usedNext {
@@ -113,11 +121,11 @@ func eachFlag(annotation string, take func(flagWord) error) error {
 // the value of prev, the flag before it ("" for none), when that flag's
 // value is optional (--exclusive user): sbatch takes such a value only
 // after '='.
-func optionalValueHint(err error, prev, word string) error {
+func (t *SbatchOptions) optionalValueHint(err error, prev, word string) error {
 	if prev == "" || strings.HasPrefix(word, "-") {
 		return err
 	}
-	if strings.Contains(prev, "=") || sbatchOptions[prev[2:]] != argOptional {
+	if kind, _ := t.option(prev[2:]); strings.Contains(prev, "=") || kind != argOptional {
 		return err
 	}
 	return fmt.Errorf("%w; %s takes its value as %s=%s", err, prev, prev, word)
@@ -127,23 +135,23 @@ func optionalValueHint(err error, prev, word string) error {
 // "--name=value", taking next (the following word, "" when there is none
 // or it is an option) as its value when the option requires one and word
 // has none. It reports whether it took next.
-func canonicalFlag(word, next string) (string, bool, error) {
+func (t *SbatchOptions) canonicalFlag(word, next string) (string, bool, error) {
 	switch {
 	case strings.HasPrefix(word, "--"):
 		if strings.Contains(word, "=") {
 			return word, false, nil
 		}
-		if sbatchOptions[word[2:]] == argRequired && next != "" {
+		if kind, _ := t.option(word[2:]); kind == argRequired && next != "" {
 			return word + "=" + next, true, nil
 		}
 		return word, false, nil
 	case len(word) >= 2 && word[0] == '-':
-		long, ok := sbatchShortOptions[word[1]]
+		long, ok := t.shortOption(word[1])
 		if !ok {
-			return "", false, fmt.Errorf("%q: sbatch has no option -%c", word, word[1])
+			return "", false, fmt.Errorf("%q: %s -%c%s", word, t.whose(), word[1], t.unknownNote())
 		}
 		attached := word[2:]
-		if sbatchOptions[long] != argRequired {
+		if kind, _ := t.option(long); kind != argRequired {
 			if attached != "" {
 				return "", false, fmt.Errorf("%q: -%c (--%s) takes no value; write one option per word", word, word[1], long)
 			}

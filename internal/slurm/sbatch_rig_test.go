@@ -70,15 +70,17 @@ func TestRigSbatchRefusesWhatSluiceRefuses(t *testing.T) {
 	}
 }
 
-// Every option ValidateFlag lets through is one the rig's sbatch knows,
-// with or without a value as it wants, and ValidateFlag refuses only the
-// ways of writing an option that sbatch's parser refuses (or that sluice
-// reserves). Nothing is submitted: the script is empty.
+// Every option the table learned from the rig's sbatch (LearnSbatch: the
+// built-in one and what the site lists) lets through is one the rig's
+// sbatch knows, with or without a value as it wants, and ValidateFlag
+// refuses only the ways of writing an option that sbatch's parser refuses
+// (or that sluice reserves). Nothing is submitted: the script is empty.
 func TestRigSbatchKnowsTheFlagsSluiceAccepts(t *testing.T) {
 	e := newRigEnv(t, RuntimeCharliecloud)
+	tab, _ := learnRigSbatch(t, e)
 	parserRefusal := []string{"unrecognized option", "requires an argument", "doesn't allow an argument", "is ambiguous"}
-	names := make([]string, 0, len(sbatchOptions))
-	for name := range sbatchOptions {
+	names := make([]string, 0, len(tab.long))
+	for name := range tab.long {
 		if reservedFlag(name) == "" {
 			names = append(names, name)
 		}
@@ -86,7 +88,7 @@ func TestRigSbatchKnowsTheFlagsSluiceAccepts(t *testing.T) {
 	slices.Sort(names)
 	for _, name := range names {
 		for _, flag := range []string{"--" + name, "--" + name + "=x"} {
-			err := ValidateFlag(flag)
+			err := tab.ValidateFlag(flag)
 			stderr := e.sbatchParse(t, flag)
 			parsed := !containsAny(strings.ToLower(stderr), parserRefusal)
 			switch {

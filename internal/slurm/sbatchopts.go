@@ -10,8 +10,9 @@ const (
 )
 
 // sbatchOptions are the long options of sbatch (Slurm 22.05; later
-// versions keep them) and whether each takes a value, as sbatch's own
-// parser says: "--name" of an option that needs a value and "--name=value"
+// versions keep them), sluice's built-in table (builtinSbatch) and the floor
+// of every learned one (sbatchtable.go), and whether each takes a value, as
+// sbatch's own parser says: "--name" of an option that needs a value and "--name=value"
 // of one that takes none are refused, and so is a name it does not know.
 // tasks-per-node is sbatch's alias of ntasks-per-node. The rig test
 // TestRigSbatchRefusesWhatFlagsRefuse checks the list against the rig's

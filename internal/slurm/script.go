@@ -302,7 +302,7 @@ func checkScriptJob(job *Job, opts ScriptOptions) error {
 		return err
 	}
 	for _, f := range append(slices.Clip(job.FlavorFlags), job.Flags...) {
-		if err := ValidateFlag(f); err != nil {
+		if err := opts.Site.Sbatch.ValidateFlag(f); err != nil {
 			return err
 		}
 	}

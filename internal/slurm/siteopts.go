@@ -42,6 +42,11 @@ type SiteOptions struct {
 	// Comment is the template of the jobs' comment (Site.JobComment), with
 	// the placeholders {namespace} and {name}; "" gives the jobs none.
 	Comment string
+	// Sbatch are the options of the site's sbatch, which the pods' flags
+	// are checked against (LearnSbatch). If nil, sluice's built-in table.
+	// The flavors' flags are checked against the built-in table when the
+	// configuration is loaded, before the site is asked.
+	Sbatch *SbatchOptions
 }
 
 // Flavor is a flavor made ready for jobs.

@@ -131,6 +131,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		return err
 	}
 	describeSite(ctx, log, runner, slurmClient.Runtime, siteOpts, nodeObj)
+	siteOpts.Sbatch = learnSbatch(ctx, log, slurmClient, nodeObj)
+	slurmClient.SiteOptions.Sbatch = siteOpts.Sbatch
 
 	eb := record.NewBroadcaster(record.WithContext(ctx))
 	defer eb.Shutdown()

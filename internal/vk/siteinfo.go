@@ -34,3 +34,26 @@ func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm
 		log.Info("sluice-vk: site described", "slurm", info.Slurm, "runtime", n.Status.NodeInfo.ContainerRuntimeVersion, "os", info.OS, "kernel", info.Kernel)
 	}
 }
+
+// learnSbatch learns the site's sbatch options (slurm.Client.LearnSbatch),
+// once at start, and says on the node which table the pods' flags are
+// checked against. A site whose options cannot be learned keeps sluice's
+// built-in table: logged here once, and told by the node's annotation and
+// by doctor.
+func learnSbatch(ctx context.Context, log *slog.Logger, c *slurm.Client, n *corev1.Node) *slurm.SbatchOptions {
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	t, err := c.LearnSbatch(ctx)
+	what := t.String()
+	if err != nil {
+		log.Warn("sluice-vk: the site's sbatch options are unknown: flags are checked against the built-in table", "error", err)
+		what += ": " + err.Error()
+	} else {
+		log.Info("sluice-vk: sbatch options learned", "version", t.Version, "listed", t.Listed, "added", t.Added)
+	}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[provider.AnnotationSbatchOptions] = what
+	return t
+}

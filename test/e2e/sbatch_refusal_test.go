@@ -3,19 +3,24 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestWhatSbatchRefusesFailsThePod: a pod whose job sbatch would refuse at
 // every submission fails at once with the reason instead of waiting
 // Pending for ever. A CR LF in an argument is refused by sluice before
 // anything is submitted; a flag value only sbatch checks is refused by the
-// rig's sbatch, whose words the pod then carries, after one attempt.
+// rig's sbatch, whose words the pod then carries, after one attempt. An
+// option the site's sbatch (22.05) lacks is refused at creation in the
+// site's name, from the options sluice-vk learned at start, which the
+// node's annotation tells.
 func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -49,5 +54,22 @@ func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
 	}
 	if jobs := e.squeue(string(lateUID)); len(jobs) != 0 {
 		t.Errorf("got Slurm jobs %v for a pod sbatch refused; want none", jobs)
+	}
+
+	newer := e.pod("newer", "echo hi")
+	newer.Annotations = map[string]string{slurm.AnnotationFlags: "--tres-per-task=cpu=1"}
+	e.create(newer)
+	got = e.waitPod("newer", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
+	if !strings.Contains(got.Status.Message, "sbatch 22.05.8 at the site has no option --tres-per-task") {
+		t.Errorf("got reason %q message %q; want the site's sbatch named", got.Status.Reason, got.Status.Message)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	node, err := e.client.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := node.Annotations["sluice.io/sbatch-options"]; !strings.HasPrefix(a, "sbatch 22.05.8: ") {
+		t.Errorf("node annotation sluice.io/sbatch-options: got %q; want the options learned from sbatch 22.05.8", a)
 	}
 }

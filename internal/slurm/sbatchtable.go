@@ -1,0 +1,114 @@
+package slurm
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// builtinVersion is the Slurm release whose sbatch the built-in table
+// (sbatchopts.go) describes.
+const builtinVersion = "22.05"
+
+// SbatchOptions is what one site's sbatch accepts: its long options, whether
+// each takes a value, and its one-letter options. It holds everything sluice
+// knows that depends on the Slurm version, so that the flags of a pod are
+// checked against the sbatch that will read them.
+//
+// A nil *SbatchOptions is sluice's built-in table of Slurm 22.05. A learned
+// one (LearnSbatch) is the built-in table plus what the site's own `sbatch
+// --help` and `sbatch --usage` list: those lists leave out options sbatch
+// accepts (22.05 lists neither --hint nor --prefer), so the built-in table
+// stays the floor, and its value rules, checked against sbatch's parser,
+// win over the lists' looser ones. Nothing here loosens sluice's own
+// refusals (reservedFlags): they are checked first, whatever sbatch accepts.
+type SbatchOptions struct {
+	// Version is the site's sbatch version, as `sbatch --version` gives it
+	// ("22.05.8").
+	Version string
+	// Listed is how many long options the site's help and usage listed.
+	Listed int
+	// Added are the options the site listed that the built-in table lacks,
+	// sorted.
+	Added []string
+
+	long  map[string]argKind
+	short map[byte]string
+}
+
+// option reports whether name is a long option of sbatch and whether it
+// takes a value.
+func (t *SbatchOptions) option(name string) (argKind, bool) {
+	if t == nil {
+		k, ok := sbatchOptions[name]
+		return k, ok
+	}
+	k, ok := t.long[name]
+	return k, ok
+}
+
+// shortOption is the long option a one-letter option stands for.
+func (t *SbatchOptions) shortOption(c byte) (string, bool) {
+	if t == nil {
+		l, ok := sbatchShortOptions[c]
+		return l, ok
+	}
+	l, ok := t.short[c]
+	return l, ok
+}
+
+// longNames iterates over the long options.
+func (t *SbatchOptions) longNames() map[string]argKind {
+	if t == nil {
+		return sbatchOptions
+	}
+	return t.long
+}
+
+// whose names the table in refusals: the site's sbatch when it was
+// learned, sluice's built-in table when it was not, so that a refusal says
+// whose word it is.
+func (t *SbatchOptions) whose() string {
+	if t == nil {
+		return "sbatch has no option"
+	}
+	return fmt.Sprintf("sbatch %s at the site has no option", t.Version)
+}
+
+// unknownNote follows a refusal by the built-in table: the site's own
+// options were not learned, so the refusal may be out of date.
+func (t *SbatchOptions) unknownNote() string {
+	if t != nil {
+		return ""
+	}
+	return " (by sluice's built-in table of Slurm " + builtinVersion + ": the site's own sbatch options were not learned)"
+}
+
+// String describes the table for logs and doctor.
+func (t *SbatchOptions) String() string {
+	if t == nil {
+		return fmt.Sprintf("built-in table of Slurm %s (%d options)", builtinVersion, len(sbatchOptions))
+	}
+	return fmt.Sprintf("sbatch %s: %d options listed, %d beyond Slurm %s", t.Version, t.Listed, len(t.Added), builtinVersion)
+}
+
+// newSbatchOptions makes the table of a site's sbatch from what its help
+// and usage listed: the built-in table, plus the listed options it lacks,
+// plus the listed one-letter options (which stand for whatever the site
+// says: sluice writes the long name, so sbatch reads what was checked).
+func newSbatchOptions(version string, l listing) *SbatchOptions {
+	t := &SbatchOptions{Version: version, Listed: len(l.long), long: maps.Clone(sbatchOptions), short: maps.Clone(sbatchShortOptions)}
+	for name, kind := range l.long {
+		if _, ok := t.long[name]; !ok {
+			t.long[name] = kind
+			t.Added = append(t.Added, name)
+		}
+	}
+	for c, name := range l.short {
+		if _, ok := t.long[name]; ok {
+			t.short[c] = name
+		}
+	}
+	slices.Sort(t.Added)
+	return t
+}
