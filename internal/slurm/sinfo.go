@@ -100,9 +100,12 @@ func UsableNodeState(s string) bool {
 
 // sinfoCmd is the sinfo command line listing each node of partitions (all
 // the caller may see when empty) once per partition, in records ended by
-// sep.
+// sep. The site account's SINFO_PARTITION and SINFO_ALL would change which
+// partitions are listed (and, set together, make sinfo fail): they are
+// unset. Partitions named with --partition are listed even when hidden.
 func sinfoCmd(sep string, partitions []string) []string {
-	args := []string{"sinfo", "--noheader", "--Node", "-o", strings.Join(sinfoFields, sep) + sep}
+	args := []string{"env", "-u", "SINFO_PARTITION", "-u", "SINFO_ALL",
+		"sinfo", "--noheader", "--Node", "-o", strings.Join(sinfoFields, sep) + sep}
 	if len(partitions) > 0 {
 		args = append(args, "--partition="+strings.Join(partitions, ","))
 	}

@@ -178,8 +178,9 @@ func TestCapacityCommand(t *testing.T) {
 	if got.Nodes != 1 || got.Available.CPUs != 8 || got.Available.GRES[GRESKey{Name: "gpu"}] != 2 {
 		t.Errorf("got %+v; want n1's 8 CPUs and 2 GPUs", got)
 	}
-	if len(fs.calls) != 1 || fs.calls[0][0] != "sinfo" || fs.calls[0][len(fs.calls[0])-1] != "--partition=gpu,batch" {
-		t.Errorf("calls %q; want one sinfo --partition=gpu,batch", fs.calls)
+	if len(fs.calls) != 1 || !slices.Equal(fs.calls[0][:6], []string{"env", "-u", "SINFO_PARTITION", "-u", "SINFO_ALL", "sinfo"}) ||
+		fs.calls[0][len(fs.calls[0])-1] != "--partition=gpu,batch" {
+		t.Errorf("calls %q; want one sinfo --partition=gpu,batch, without the account's SINFO_PARTITION and SINFO_ALL", fs.calls)
 	}
 	fs.handle = func(args []string) ([]byte, error) {
 		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "sinfo: error: Unable to contact slurm controller"}
