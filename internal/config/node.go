@@ -284,6 +284,13 @@ var (
 	gresName      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
 )
 
+// ReadsCapacity reports whether the node's capacity is read from the site:
+// the configuration leaves CPU, Memory or GPUs to it, or names extended
+// resources.
+func (n *Node) ReadsCapacity() bool {
+	return n.CPU == "" || n.Memory == "" || n.GPUs == "" || len(n.ExtendedResources) > 0
+}
+
 // validateCapacity checks the keys that say how the capacity is read from
 // the site.
 func (n *Node) validateCapacity(bad reporter) {

@@ -46,6 +46,7 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
+	capStatus, capReason := capacityCondition(n)
 	labels := map[string]string{
 		"type":                             "virtual-kubelet",
 		"kubernetes.io/role":               "agent",
@@ -76,7 +77,7 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", ""),
 				cond(corev1.NodeNetworkUnavailable, corev1.ConditionFalse, "RouteCreated", ""),
 				cond(ConditionSiteReachable, corev1.ConditionUnknown, "NotChecked", "the site was not checked yet"),
-				cond(ConditionSiteCapacity, corev1.ConditionUnknown, "NotRead", res.Message),
+				cond(ConditionSiteCapacity, capStatus, capReason, res.Message),
 			},
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{

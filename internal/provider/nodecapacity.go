@@ -54,7 +54,19 @@ func ConfiguredCapacity(n config.Node) (Capacity, error) {
 	c := Capacity{Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}}
 	err := c.override(n)
 	c.Message = "the site was not read yet"
+	if !n.ReadsCapacity() {
+		c.Message = "set in the configuration (Node.CPU, Memory, GPUs): the site is not read"
+	}
 	return c, err
+}
+
+// capacityCondition is the SiteCapacity condition of a node that has read
+// nothing yet: Unknown, or True when nothing is to be read.
+func capacityCondition(n config.Node) (corev1.ConditionStatus, string) {
+	if !n.ReadsCapacity() {
+		return corev1.ConditionTrue, "Configured"
+	}
+	return corev1.ConditionUnknown, "NotRead"
 }
 
 // NodeCapacity is the node's resources from what the site's partitions

@@ -171,3 +171,17 @@ func TestNodeStatusRunReadsCapacity(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A node whose configuration sets every amount reads nothing and says so.
+func TestConfiguredCapacityCondition(t *testing.T) {
+	n := config.Node{CPU: "16", Memory: "64Gi", GPUs: "0"}
+	n.Default()
+	node, err := NewNode("hpc", n, 10250, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := condition(node, ConditionSiteCapacity)
+	if cpu := node.Status.Allocatable[corev1.ResourceCPU]; c.Status != corev1.ConditionTrue || c.Reason != "Configured" || cpu.Value() != 16 {
+		t.Errorf("SiteCapacity %+v, CPU %s; want True, Configured, 16", c, cpu.String())
+	}
+}

@@ -13,7 +13,7 @@ import (
 // site's. It is nil when the configuration sets CPU, Memory and GPUs and
 // names no extended resource: nothing is then read from the site.
 func siteCapacity(n config.Node, c *slurm.Client) func(context.Context) (provider.Capacity, error) {
-	if n.CPU != "" && n.Memory != "" && n.GPUs != "" && len(n.ExtendedResources) == 0 {
+	if !n.ReadsCapacity() {
 		return nil
 	}
 	return func(ctx context.Context) (provider.Capacity, error) {
