@@ -85,6 +85,9 @@ func NodeCapacity(site slurm.Capacity, n config.Node) (Capacity, error) {
 		return Capacity{}, err
 	}
 	c.Message = fmt.Sprintf("sinfo: %d of %d nodes of partition %s take jobs", site.Usable, site.Nodes, strings.Join(site.Partitions, ","))
+	if len(site.Empty) > 0 {
+		c.Message += "; no node in partition " + strings.Join(site.Empty, ",")
+	}
 	return c, nil
 }
 

@@ -79,6 +79,12 @@ func TestNodeCapacity(t *testing.T) {
 			}
 		})
 	}
+	withEmpty := siteCapacity
+	withEmpty.Empty = []string{"gpu"}
+	c, err := NodeCapacity(withEmpty, config.Node{})
+	if err != nil || c.Message != "sinfo: 1 of 2 nodes of partition batch take jobs; no node in partition gpu" {
+		t.Errorf("message %q, %v; want the empty partition named", c.Message, err)
+	}
 }
 
 func TestGPUResource(t *testing.T) {

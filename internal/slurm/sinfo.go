@@ -16,6 +16,9 @@ type Capacity struct {
 	// Partitions are the partitions counted: the ones asked for, or the
 	// site's default partition when none was.
 	Partitions []string
+	// Empty are the partitions asked for in which sinfo listed no node
+	// (a misspelt name, one the account may not use, or one emptied).
+	Empty []string
 	// Nodes is how many distinct nodes they hold; Usable how many of them
 	// take jobs now (UsableNodeState).
 	Nodes, Usable int
@@ -165,6 +168,11 @@ func sumCapacity(nodes []sinfoNode, partitions []string) (Capacity, error) {
 		}
 	}
 	slices.Sort(c.Partitions)
+	for _, p := range partitions {
+		if !slices.Contains(c.Partitions, p) && !slices.Contains(c.Empty, p) {
+			c.Empty = append(c.Empty, p)
+		}
+	}
 	if c.Nodes == 0 {
 		if len(partitions) == 0 {
 			return c, errors.New("sinfo: no node in a default partition")

@@ -55,7 +55,11 @@ func TestRigCapacity(t *testing.T) {
 	if usable := UsableNodeState(map[string]string{"IDLE": "idle", "MIXED": "mix", "ALLOCATED": "alloc"}[state]); usable != (got.Usable == 1) {
 		t.Errorf("scontrol shows State=%s; sinfo counts %d usable nodes", state, got.Usable)
 	}
+	// sinfo lists nothing, and exits 0, for a partition it does not have.
 	if _, err := e.c.Capacity(ctx, []string{"nosuchpartition"}); err == nil {
 		t.Error("a partition the site does not have gave no error")
+	}
+	if c, err := e.c.Capacity(ctx, []string{"debug", "nosuchpartition"}); err != nil || c.Nodes != 1 || !slices.Equal(c.Empty, []string{"nosuchpartition"}) {
+		t.Errorf("debug and nosuchpartition: %+v, %v; want debug's node, nosuchpartition told empty", c, err)
 	}
 }

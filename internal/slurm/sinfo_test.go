@@ -127,6 +127,9 @@ func TestSumCapacity(t *testing.T) {
 				tc.partitions, c, tc.nodes, tc.usable, tc.total, tc.available, tc.countedPartitions)
 		}
 	}
+	if c, err := sumCapacity(nodes, []string{"batch", "nosuch"}); err != nil || !slices.Equal(c.Empty, []string{"nosuch"}) || c.Nodes != 3 {
+		t.Errorf("batch and nosuch: got %+v, %v; want batch's 3 nodes and nosuch told empty", c, err)
+	}
 	if _, err := sumCapacity(nodes, []string{"nosuch"}); err == nil {
 		t.Error("a partition without nodes gave no error")
 	}
