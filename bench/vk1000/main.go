@@ -177,6 +177,10 @@ Site:
   PollInterval: %s
 Node:
   InternalIP: 127.0.0.1
+  # set, so that the fake site is never asked for its capacity (sinfo)
+  CPU: "100"
+  Memory: 256Gi
+  GPUs: "0"
   Pods: "%d"
   KubeletAPI:
     Listen: 127.0.0.1:0

@@ -2,8 +2,10 @@ package config
 
 import (
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -12,12 +14,31 @@ import (
 // Node describes the virtual node: what it offers the scheduler and where
 // its kubelet API listens.
 type Node struct {
-	// CPU, Memory, Pods and GPUs are the node's capacity (and allocatable),
-	// as Kubernetes quantities. If empty, 100 CPUs, 256Gi, 1000 pods, no GPUs.
+	// CPU, Memory and GPUs, set, are the node's capacity (and allocatable)
+	// as Kubernetes quantities; empty, they are read from the site's
+	// partitions (Partitions) every CapacityInterval. GPUs counts
+	// GPUResource, nvidia.com/gpu if that is empty. Pods is how many pods
+	// the node takes; if empty, 1000.
 	CPU    string `yaml:"CPU"`
 	Memory string `yaml:"Memory"`
 	Pods   string `yaml:"Pods"`
 	GPUs   string `yaml:"GPUs"`
+	// Partitions are the Slurm partitions whose nodes make the node's
+	// capacity, each node counted once. If empty, the site's default
+	// partition.
+	Partitions []string `yaml:"Partitions"`
+	// CapacityInterval is how often the capacity is read from the site.
+	// If zero, 5m.
+	CapacityInterval time.Duration `yaml:"CapacityInterval"`
+	// GPUResource is the extended resource the site's gpu GRES is
+	// advertised as: nvidia.com/gpu or amd.com/gpu. If empty, amd.com/gpu
+	// for GRES types that name an AMD GPU (mi250x, instinct…), else
+	// nvidia.com/gpu.
+	GPUResource string `yaml:"GPUResource"`
+	// ExtendedResources maps GRES names of the site (other than gpu) to the
+	// extended resources the node advertises them as (shard:
+	// example.com/shard).
+	ExtendedResources map[string]string `yaml:"ExtendedResources"`
 	// Labels are added to the node's own (type, kubernetes.io/role,
 	// kubernetes.io/hostname, kubernetes.io/os, node.kubernetes.io/
 	// instance-type, and interLink's virtual-node.interlink/type);
@@ -106,6 +127,17 @@ const (
 	DefaultMaxLogFollowersPerNode      = 100
 )
 
+// DefaultCapacityInterval is how often the capacity is read from the site
+// when CapacityInterval is zero.
+const DefaultCapacityInterval = 5 * time.Minute
+
+// The GPU resources the node may advertise the site's gpu GRES as; the
+// slurm package turns a request of either into --gres=gpu.
+const (
+	GPUResourceNVIDIA = "nvidia.com/gpu"
+	GPUResourceAMD    = "amd.com/gpu"
+)
+
 // DefaultKubeletPort is the kubelet API's port when Listen is empty.
 const DefaultKubeletPort = 10250
 
@@ -114,10 +146,13 @@ func (n *Node) Default() {
 	for _, d := range []struct {
 		v   *string
 		def string
-	}{{&n.CPU, "100"}, {&n.Memory, "256Gi"}, {&n.Pods, "1000"}, {&n.GPUs, "0"}, {&n.InternalIP, "127.0.0.1"}} {
+	}{{&n.Pods, "1000"}, {&n.InternalIP, "127.0.0.1"}} {
 		if *d.v == "" {
 			*d.v = d.def
 		}
+	}
+	if n.CapacityInterval == 0 {
+		n.CapacityInterval = DefaultCapacityInterval
 	}
 	if n.KubeletAPI.Listen == "" {
 		n.KubeletAPI.Listen = net.JoinHostPort(n.InternalIP, strconv.Itoa(DefaultKubeletPort))
@@ -147,6 +182,9 @@ func (n *Node) validate(bad reporter) {
 		{"Node.CPU", n.CPU}, {"Node.Memory", n.Memory}, {"Node.Pods", n.Pods}, {"Node.GPUs", n.GPUs},
 	} {
 		key, q := f.key, f.q
+		if q == "" && key != "Node.Pods" {
+			continue // read from the site
+		}
 		v, err := resource.ParseQuantity(q)
 		switch {
 		case err != nil:
@@ -170,6 +208,7 @@ func (n *Node) validate(bad reporter) {
 		}
 	}
 	n.validateTaints(bad)
+	n.validateCapacity(bad)
 	if ip := net.ParseIP(n.InternalIP); ip == nil || ip.IsUnspecified() {
 		bad("Node.InternalIP", "must be an IP address the API server can dial, got %q", n.InternalIP)
 	}
@@ -237,4 +276,58 @@ func (n *Node) validateTaints(bad reporter) {
 	if len(n.Taints) > 0 && !keepsOff {
 		bad("Node.Taints", "needs a NoSchedule or NoExecute taint, else any pod may land on the virtual node")
 	}
+}
+
+var (
+	// partitionName and gresName match Slurm's partition and GRES names.
+	partitionName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	gresName      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+)
+
+// ReadsCapacity reports whether the node's capacity is read from the site:
+// the configuration leaves CPU, Memory or GPUs to it, or names extended
+// resources.
+func (n *Node) ReadsCapacity() bool {
+	return n.CPU == "" || n.Memory == "" || n.GPUs == "" || len(n.ExtendedResources) > 0
+}
+
+// validateCapacity checks the keys that say how the capacity is read from
+// the site.
+func (n *Node) validateCapacity(bad reporter) {
+	for i, p := range n.Partitions {
+		if !partitionName.MatchString(p) {
+			bad("Node.Partitions["+strconv.Itoa(i)+"]", "must be a Slurm partition name (letters, digits, ._-), got %q", p)
+		}
+	}
+	if n.CapacityInterval < 10*time.Second {
+		bad("Node.CapacityInterval", "must be at least 10s, got %s", n.CapacityInterval)
+	}
+	switch n.GPUResource {
+	case "", GPUResourceNVIDIA, GPUResourceAMD:
+	default:
+		bad("Node.GPUResource", "must be %s or %s, got %q", GPUResourceNVIDIA, GPUResourceAMD, n.GPUResource)
+	}
+	for g, r := range n.ExtendedResources {
+		key := "Node.ExtendedResources[" + g + "]"
+		switch {
+		case !gresName.MatchString(g):
+			bad(key, "must be a GRES name (a letter, then letters, digits, _-)")
+		case g == "gpu":
+			bad(key, "gpu is counted as GPUResource")
+		case !extendedResourceName(r):
+			bad(key, "must be an extended resource name with a domain of your own, such as example.com/%s, got %q", g, r)
+		}
+	}
+}
+
+// extendedResourceName reports whether r may name an extended resource the
+// node advertises: a qualified name with a domain that is not Kubernetes'
+// own, and not one of the GPU resources (GPUResource counts those).
+func extendedResourceName(r string) bool {
+	domain, _, ok := strings.Cut(r, "/")
+	if !ok || len(validation.IsQualifiedName(r)) > 0 || r == GPUResourceNVIDIA || r == GPUResourceAMD {
+		return false
+	}
+	return domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io") &&
+		domain != "k8s.io" && !strings.HasSuffix(domain, ".k8s.io") && !strings.HasPrefix(r, "requests.")
 }

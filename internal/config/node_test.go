@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNodeDefaults(t *testing.T) {
@@ -12,9 +13,13 @@ func TestNodeDefaults(t *testing.T) {
 	}
 	n := c.Node
 	got := []string{n.CPU, n.Memory, n.Pods, n.GPUs, n.InternalIP, n.KubeletAPI.Listen}
-	want := []string{"100", "256Gi", "1000", "0", "127.0.0.1", "127.0.0.1:10250"}
+	want := []string{"", "", "1000", "", "127.0.0.1", "127.0.0.1:10250"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("got node defaults %v; want %v", got, want)
+	}
+	if n.CapacityInterval != DefaultCapacityInterval || len(n.Partitions) != 0 || n.GPUResource != "" {
+		t.Errorf("got interval %s, partitions %v, GPU resource %q; want 5m, none (the default partition), by type",
+			n.CapacityInterval, n.Partitions, n.GPUResource)
 	}
 	if len(n.Taints) != 1 || n.Taints[0].String() != "virtual-kubelet.io/provider=sluice:NoSchedule" {
 		t.Errorf("got taints %v; want sluice's own", n.Taints)
@@ -47,6 +52,10 @@ func TestNodeAccepted(t *testing.T) {
   Memory: 64Gi
   Pods: "20"
   GPUs: "4"
+  Partitions: [gpu, batch]
+  CapacityInterval: 1m
+  GPUResource: amd.com/gpu
+  ExtendedResources: {shard: example.com/shard}
   Labels: {site: cern, example.org/queue: gpu}
   InternalIP: 10.0.0.5
   KubeletAPI:
@@ -61,6 +70,10 @@ func TestNodeAccepted(t *testing.T) {
 	}
 	if c.Node.KubeletAPI.Listen != "0.0.0.0:0" || c.Node.Labels["site"] != "cern" {
 		t.Errorf("got Listen %q labels %v; want 0.0.0.0:0 and site=cern", c.Node.KubeletAPI.Listen, c.Node.Labels)
+	}
+	if n := c.Node; len(n.Partitions) != 2 || n.CapacityInterval != time.Minute || n.GPUResource != "amd.com/gpu" ||
+		n.ExtendedResources["shard"] != "example.com/shard" {
+		t.Errorf("got %+v; want partitions gpu and batch, 1m, amd.com/gpu, shard", n)
 	}
 }
 
@@ -93,6 +106,15 @@ func TestNodeRejected(t *testing.T) {
 		{"negative sessions per pod", "  KubeletAPI: {MaxSessionsPerPod: -1}\n", "Node.KubeletAPI.MaxSessionsPerPod"},
 		{"fewer sessions per node than per pod", "  KubeletAPI: {MaxSessionsPerPod: 9, MaxSessionsPerNode: 3}\n", "Node.KubeletAPI.MaxSessionsPerNode"},
 		{"unknown key", "  Cpus: 4\n", "Cpus"},
+		{"partition with a comma", "  Partitions: [\"a,b\"]\n", "Node.Partitions[0]"},
+		{"capacity read too often", "  CapacityInterval: 1s\n", "Node.CapacityInterval"},
+		{"negative capacity interval", "  CapacityInterval: -5m\n", "Node.CapacityInterval"},
+		{"unknown gpu resource", "  GPUResource: intel.com/gpu\n", "Node.GPUResource"},
+		{"gpu as extended", "  ExtendedResources: {gpu: example.com/gpu}\n", "Node.ExtendedResources[gpu]"},
+		{"bad gres name", "  ExtendedResources: {\"a b\": example.com/x}\n", "Node.ExtendedResources[a b]"},
+		{"kubernetes domain", "  ExtendedResources: {shard: kubernetes.io/shard}\n", "Node.ExtendedResources[shard]"},
+		{"no domain", "  ExtendedResources: {shard: shard}\n", "Node.ExtendedResources[shard]"},
+		{"extended as gpu", "  ExtendedResources: {mps: nvidia.com/gpu}\n", "Node.ExtendedResources[mps]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

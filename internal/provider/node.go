@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
@@ -28,8 +27,6 @@ const (
 	// ConditionSiteReachable tells whether the virtual kubelet reaches the
 	// site's login node.
 	ConditionSiteReachable corev1.NodeConditionType = "SiteReachable"
-	// ResourceGPU is the extended resource GPUs are requested as.
-	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 	// KubeletVersion is what the node reports as its kubelet version.
 	KubeletVersion = "v1.37.2-sluice"
 	// LabelSlurmVersion is the node label with the site's Slurm version.
@@ -38,22 +35,22 @@ const (
 	// sbatch options the pods' flags are checked against: the site's, or
 	// sluice's built-in table and why.
 	AnnotationSbatchOptions = "sluice.io/sbatch-options"
+	// LabelArch is the node label with the site's architecture.
+	LabelArch = "kubernetes.io/arch"
 )
 
-// NewNode is the node object of the virtual node: its capacity, labels,
-// taints (Node.Taints, else sluice's own), address and kubelet API port from
-// the configuration, Ready, and SiteReachable Unknown until the first check.
+// NewNode is the node object of the virtual node: the capacity the
+// configuration sets (ConfiguredCapacity: what it leaves to the site is
+// read later), labels, taints (Node.Taints, else sluice's own), address and
+// kubelet API port from the configuration, Ready, SiteReachable and
+// SiteCapacity Unknown until the first check and read. Its architecture is
+// unknown until SetSiteInfo.
 func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*corev1.Node, error) {
-	res := corev1.ResourceList{}
-	for rname, q := range map[corev1.ResourceName]string{
-		corev1.ResourceCPU: n.CPU, corev1.ResourceMemory: n.Memory, corev1.ResourcePods: n.Pods, ResourceGPU: n.GPUs,
-	} {
-		v, err := resource.ParseQuantity(q)
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %s %q: %w", name, rname, q, err)
-		}
-		res[rname] = v
+	res, err := ConfiguredCapacity(n)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
+	capStatus, capReason := capacityCondition(n)
 	labels := map[string]string{
 		"type":                             "virtual-kubelet",
 		"kubernetes.io/role":               "agent",
@@ -74,8 +71,8 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 			Taints: nodeTaints(n.Taints),
 		},
 		Status: corev1.NodeStatus{
-			Capacity:    res,
-			Allocatable: res.DeepCopy(),
+			Capacity:    res.Capacity,
+			Allocatable: res.Allocatable,
 			Phase:       corev1.NodeRunning,
 			Conditions: []corev1.NodeCondition{
 				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "sluice virtual kubelet is ready"),
@@ -84,6 +81,7 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", ""),
 				cond(corev1.NodeNetworkUnavailable, corev1.ConditionFalse, "RouteCreated", ""),
 				cond(ConditionSiteReachable, corev1.ConditionUnknown, "NotChecked", "the site was not checked yet"),
+				cond(ConditionSiteCapacity, capStatus, capReason, res.Message),
 			},
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{
@@ -92,19 +90,28 @@ func NewNode(name string, n config.Node, kubeletPort int32, now time.Time) (*cor
 			NodeInfo: corev1.NodeSystemInfo{
 				KubeletVersion:  KubeletVersion,
 				OperatingSystem: "linux",
-				Architecture:    "amd64",
 			},
 		},
 	}, nil
 }
 
 // SetSiteInfo fills the node's NodeInfo from what the site told
-// (site.Describe): the login host's OS image and kernel, the container
-// runtime as "<runtime>://<version>" (ContainerRuntimeVersion), and the
-// Slurm version as the label LabelSlurmVersion. What the site did not tell
-// is left as it was.
+// (site.Describe): the login host's OS image, kernel and architecture, the
+// container runtime as "<runtime>://<version>" (ContainerRuntimeVersion),
+// and the Slurm version as the label LabelSlurmVersion. The architecture is
+// also the label kubernetes.io/arch, unless Node.Labels set it; a machine
+// Kubernetes has no name for (site.KubeArch) gets no label, so that no pod
+// selecting an architecture lands there, and is told as uname -m says in
+// NodeInfo. What the site did not tell is left as it was.
 func SetSiteInfo(n *corev1.Node, runtime string, info site.Info) {
 	ni := &n.Status.NodeInfo
+	if info.Machine != "" {
+		ni.Architecture = info.Machine
+		if arch := site.KubeArch(info.Machine); arch != "" {
+			ni.Architecture = arch
+			setLabel(n, LabelArch, arch, false)
+		}
+	}
 	if info.OS != "" {
 		ni.OSImage = info.OS
 	}
@@ -118,11 +125,19 @@ func SetSiteInfo(n *corev1.Node, runtime string, info site.Info) {
 		}
 	}
 	if info.Slurm != "" && len(validation.IsValidLabelValue(info.Slurm)) == 0 {
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		n.Labels[LabelSlurmVersion] = info.Slurm
+		setLabel(n, LabelSlurmVersion, info.Slurm, true)
 	}
+}
+
+// setLabel sets a label of n; one already set is kept unless replace.
+func setLabel(n *corev1.Node, key, value string, replace bool) {
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if _, set := n.Labels[key]; set && !replace {
+		return
+	}
+	n.Labels[key] = value
 }
 
 // nodeTaints are the node's taints: the configured ones, else sluice's own.
@@ -160,11 +175,21 @@ type NodeStatus struct {
 	// Recorder, if set, receives a Warning Event on the node when
 	// SSHCertificateValid turns False.
 	Recorder record.EventRecorder
+	// Capacity, if set, reads the node's capacity and allocatable from
+	// the site (RefreshCapacity) every CapacityInterval, and after a
+	// failed read sooner. If nil, the node keeps the capacity it has.
+	Capacity func(ctx context.Context) (Capacity, error)
+	// CapacityInterval between reads of Capacity. If zero, 5m.
+	CapacityInterval time.Duration
 
 	mu     sync.Mutex
 	notify func(*corev1.Node)
 	// dirty: a change was not pushed yet (no callback was registered).
 	dirty bool
+	// capacityRead: Capacity was called; capacityErr: the last call's
+	// error, "" if it succeeded.
+	capacityRead bool
+	capacityErr  string
 }
 
 var _ node.NodeProvider = (*NodeStatus)(nil)
@@ -191,8 +216,13 @@ func (s *NodeStatus) Reachable() bool {
 	return false
 }
 
-// Run checks the site until ctx ends.
+// Run checks the site, and reads the node's capacity, until ctx ends.
 func (s *NodeStatus) Run(ctx context.Context) {
+	if s.Capacity != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { s.runCapacity(ctx) })
+	}
 	interval := s.Interval
 	if interval <= 0 {
 		interval = 10 * time.Second
@@ -213,11 +243,7 @@ func (s *NodeStatus) Run(ctx context.Context) {
 func (s *NodeStatus) checkOnce(ctx context.Context) {
 	var err error
 	if s.Check != nil {
-		timeout := s.Timeout
-		if timeout <= 0 {
-			timeout = 10 * time.Second
-		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
+		cctx, cancel := context.WithTimeout(ctx, s.timeout())
 		err = s.Check(cctx)
 		cancel()
 	}
@@ -232,9 +258,7 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	s.mu.Lock()
 	changed := setNodeCondition(s.Node, ConditionSiteReachable, status, reason, msg, now)
 	certChanged, certWarn := s.checkCertificate(now)
-	cb, n := s.notify, s.Node.DeepCopy()
-	push := changed || certChanged || s.dirty
-	s.dirty = push && cb == nil
+	cb, n := s.pushLocked(changed || certChanged)
 	s.mu.Unlock()
 	if certWarn != nil {
 		s.warnCertificate(certWarn)
@@ -242,7 +266,7 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	if changed && err != nil {
 		s.warnKerberos(n.Name, err)
 	}
-	if !push {
+	if n == nil {
 		return
 	}
 	log := s.logger()
@@ -256,6 +280,25 @@ func (s *NodeStatus) checkOnce(ctx context.Context) {
 	if cb != nil {
 		cb(n)
 	}
+}
+
+// timeout bounds one check or read of the site.
+func (s *NodeStatus) timeout() time.Duration {
+	if s.Timeout <= 0 {
+		return 10 * time.Second
+	}
+	return s.Timeout
+}
+
+// pushLocked tells what to push, with s.mu held: the callback (nil if none
+// is registered yet, the change then pushed at the next chance) and a copy
+// of the node, or a nil node when nothing changed since the last push.
+func (s *NodeStatus) pushLocked(changed bool) (func(*corev1.Node), *corev1.Node) {
+	if !changed && !s.dirty {
+		return nil, nil
+	}
+	s.dirty = s.notify == nil
+	return s.notify, s.Node.DeepCopy()
 }
 
 // setNodeCondition sets a condition of n and reports whether its status or

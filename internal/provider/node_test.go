@@ -19,9 +19,15 @@ func TestNewNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewNode: %v", err)
 	}
-	gpu := node.Status.Capacity[ResourceGPU]
-	if gpu.Value() != 2 || node.Status.Allocatable.Cpu().Value() != 100 || node.Status.Capacity.Pods().Value() != 1000 {
-		t.Errorf("got capacity %v; want 100 cpu, 1000 pods, 2 GPUs", node.Status.Capacity)
+	gpu := node.Status.Capacity[config.GPUResourceNVIDIA]
+	if _, cpu := node.Status.Allocatable[corev1.ResourceCPU]; gpu.Value() != 2 || cpu || node.Status.Capacity.Pods().Value() != 1000 {
+		t.Errorf("got capacity %v; want 1000 pods, 2 GPUs, no CPU before the site is read", node.Status.Capacity)
+	}
+	if c := condition(node, ConditionSiteCapacity); c.Status != corev1.ConditionUnknown {
+		t.Errorf("got SiteCapacity %s; want Unknown before the first read", c.Status)
+	}
+	if a := node.Status.NodeInfo.Architecture; a != "" || node.Labels[LabelArch] != "" {
+		t.Errorf("got architecture %q, label %q; want none before the site tells", a, node.Labels[LabelArch])
 	}
 	if node.Labels["site"] != "rig" || node.Labels["kubernetes.io/hostname"] != "hpc" || node.Labels["type"] != "virtual-kubelet" || node.Labels["virtual-node.interlink/type"] != "virtual-kubelet" {
 		t.Errorf("got labels %v; want site=rig, hostname=hpc, type and interLink's virtual-node.interlink/type=virtual-kubelet", node.Labels)

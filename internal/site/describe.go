@@ -16,14 +16,19 @@ import (
 var describeScript string
 
 // Info is what the virtual node reports of the site as its NodeInfo: the
-// Slurm version, the container runtime's version, the login host's OS and
-// kernel. Every field is sanitized: printable ASCII only, at most
+// Slurm version, the container runtime's version, the login host's OS,
+// kernel and machine. Every field is sanitized: printable ASCII only, at most
 // maxInfoLen bytes; a field the site did not tell is "".
 type Info struct {
 	Slurm          string // "22.05.8"
 	RuntimeVersion string // "0.31"
 	OS             string // "Debian GNU/Linux 12 (bookworm)"
 	Kernel         string // "6.1.0-27-amd64"
+	// Machine is uname -m of the login host ("x86_64"; KubeArch names
+	// it as Kubernetes does). Sites run one architecture on their login
+	// and compute nodes, or split them by partition: then the login
+	// node's is the one told.
+	Machine string
 }
 
 const (
@@ -69,6 +74,7 @@ func parseDescribe(out []byte) Info {
 		Slurm:          version.FindString(clean(seen["slurm"])),
 		RuntimeVersion: version.FindString(clean(seen["runtime"])),
 		Kernel:         clean(seen["kernel"]),
+		Machine:        clean(seen["arch"]),
 		OS:             clean(osName(seen["os"])),
 	}
 }

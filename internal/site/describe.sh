@@ -12,6 +12,8 @@ printf 'runtime='
 if [ -n "$1" ]; then first "$1" --version; else echo; fi
 printf 'kernel='
 first uname -r
+printf 'arch='
+first uname -m
 printf 'os='
 for f in /etc/os-release /usr/lib/os-release; do
 	if [ -r "$f" ]; then

@@ -4,6 +4,7 @@ package site
 
 import (
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -26,5 +27,9 @@ func TestRigDescribe(t *testing.T) {
 	}
 	if !strings.Contains(got.OS, "Linux") || got.Kernel == "" {
 		t.Errorf("OS %q, kernel %q; want the login node's", got.OS, got.Kernel)
+	}
+	// The rig's login node is a network namespace of this machine.
+	if KubeArch(got.Machine) != runtime.GOARCH {
+		t.Errorf("machine %q is %q to Kubernetes; want this machine's %s", got.Machine, KubeArch(got.Machine), runtime.GOARCH)
 	}
 }

@@ -36,7 +36,7 @@ func TestDescribeLocal(t *testing.T) {
 	fakePath(t, map[string]string{
 		"sinfo":  `echo "slurm 23.11.4"`,
 		"ch-run": `echo "0.38" >&2; exit 1`, // ch-run says it on stderr
-		"uname":  `echo "6.1.0-27-amd64"`,
+		"uname":  `case "$1" in -m) echo aarch64 ;; *) echo "6.1.0-27-amd64" ;; esac`,
 	})
 	got, err := Describe(context.Background(), &Local{}, "ch-run")
 	if err != nil {
@@ -44,6 +44,9 @@ func TestDescribeLocal(t *testing.T) {
 	}
 	if got.Slurm != "23.11.4" || got.RuntimeVersion != "0.38" || got.Kernel != "6.1.0-27-amd64" {
 		t.Errorf("got %+v; want Slurm 23.11.4, runtime 0.38, kernel 6.1.0-27-amd64", got)
+	}
+	if got.Machine != "aarch64" || KubeArch(got.Machine) != "arm64" {
+		t.Errorf("machine %q (%q); want aarch64, arm64 to Kubernetes", got.Machine, KubeArch(got.Machine))
 	}
 	if b, err := os.ReadFile("/etc/os-release"); err == nil && strings.Contains(string(b), "PRETTY_NAME=") && got.OS == "" {
 		t.Errorf("OS empty; want the PRETTY_NAME of /etc/os-release")
@@ -58,8 +61,8 @@ func TestDescribeMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Slurm != "" || got.RuntimeVersion != "" || got.Kernel != "" {
-		t.Errorf("got %+v; want no Slurm, runtime or kernel", got)
+	if got.Slurm != "" || got.RuntimeVersion != "" || got.Kernel != "" || got.Machine != "" {
+		t.Errorf("got %+v; want no Slurm, runtime, kernel or machine", got)
 	}
 }
 
@@ -80,6 +83,9 @@ func TestDescribeHostile(t *testing.T) {
 	}
 	if !strings.HasPrefix(got.Kernel, "a bcde000") || len(got.Kernel) != maxInfoLen {
 		t.Errorf("kernel %q; want %q cut to %d bytes", got.Kernel, "a bcde000…", maxInfoLen)
+	}
+	if got.Machine != got.Kernel || KubeArch(got.Machine) != "" {
+		t.Errorf("machine %q (%q); want it cut as the kernel and no architecture", got.Machine, KubeArch(got.Machine))
 	}
 	if got.OS == "Evil" {
 		t.Errorf("OS %q: a line of sinfo's output was taken for the os line", got.OS)
@@ -163,4 +169,15 @@ func FuzzParseDescribe(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestKubeArch(t *testing.T) {
+	for machine, want := range map[string]string{
+		"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x",
+		"i686": "386", "armv7l": "arm", "sparc64": "", "": "", "X86_64": "", "ppc64": "",
+	} {
+		if got := KubeArch(machine); got != want {
+			t.Errorf("KubeArch(%q) = %q; want %q", machine, got, want)
+		}
+	}
 }

@@ -263,3 +263,29 @@ func stripStamps(data []byte) []byte {
 	}
 	return out
 }
+
+func FuzzParseSinfo(f *testing.F) {
+	f.Fuzz(func(t *testing.T, out string, partition string) {
+		nodes, _ := parseSinfo([]byte(out), fuzzSep)
+		for _, n := range nodes {
+			if !sinfoNodeName.MatchString(n.Name) || !partitionName.MatchString(n.Partition) ||
+				n.CPUs < 0 || n.CPUs > maxNodeCPUs || n.MemoryMiB < 0 || n.MemoryMiB > maxNodeMemory {
+				t.Fatalf("parseSinfo(%q) accepted %+v", out, n)
+			}
+			for k, v := range n.GRES {
+				if v <= 0 || v > maxNodeGRES || !gresName.MatchString(k.Name) || (k.Type != "" && !gresType.MatchString(k.Type)) {
+					t.Fatalf("parseSinfo(%q) accepted GRES %+v=%d", out, k, v)
+				}
+			}
+		}
+		var partitions []string
+		if partition != "" {
+			partitions = []string{partition}
+		}
+		c, err := sumCapacity(nodes, partitions)
+		if err == nil && (c.Nodes == 0 || c.Usable > c.Nodes || c.Available.CPUs > c.Total.CPUs ||
+			c.Available.MemoryMiB > c.Total.MemoryMiB || c.Total.CPUs < 0 || c.Total.MemoryMiB < 0) {
+			t.Fatalf("sumCapacity(%q, %v) = %+v", out, partitions, c)
+		}
+	})
+}

@@ -192,7 +192,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("pod controller: %w", err)
 	}
-	status := &provider.NodeStatus{Node: nodeObj.DeepCopy(), Check: healthCheck(runner), Logger: log}
+	status := &provider.NodeStatus{
+		Node: nodeObj.DeepCopy(), Check: healthCheck(runner), Logger: log,
+		Capacity: siteCapacity(cfg.Node, slurmClient), CapacityInterval: cfg.Node.CapacityInterval,
+	}
+	status.RefreshCapacity(ctx) // the node registers with the site's capacity
 	if h := cfg.Network.SSH; h.CertificateFile != "" && usesCertificate(cfg, opts) {
 		status.Certificate = certificateCheck(h.CertificateFile, h.CertificateWarnBefore)
 		status.Recorder = recorder
@@ -210,7 +214,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 			}
 		}
 	}
-	nc, err := node.NewNodeController(status, nodeObj, client.CoreV1().Nodes(),
+	nc, err := node.NewNodeController(status, status.Node.DeepCopy(), client.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(client), node.DefaultLeaseDuration))
 	if err != nil {
 		return fmt.Errorf("node controller: %w", err)

@@ -31,7 +31,8 @@ func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm
 	}
 	provider.SetSiteInfo(n, string(rt), info)
 	if err == nil {
-		log.Info("sluice-vk: site described", "slurm", info.Slurm, "runtime", n.Status.NodeInfo.ContainerRuntimeVersion, "os", info.OS, "kernel", info.Kernel)
+		log.Info("sluice-vk: site described", "slurm", info.Slurm, "runtime", n.Status.NodeInfo.ContainerRuntimeVersion,
+			"os", info.OS, "kernel", info.Kernel, "arch", n.Status.NodeInfo.Architecture)
 	}
 }
 
