@@ -50,7 +50,7 @@ func (r *Relay) handleForward(ctx context.Context, c *net.UnixConn) {
 	job, rf := r.openForward(ctx, c)
 	if rf != nil {
 		r.fails.record(rf.kind, "reason", rf.reason)
-		c.Write(refusalLine(rf.reason))
+		refuseConn(c, rf.reason)
 		return
 	}
 	if _, err := c.Write([]byte(replyOK + "\n")); err != nil {
@@ -61,6 +61,18 @@ func (r *Relay) handleForward(ctx context.Context, c *net.UnixConn) {
 	if err := pipe(ctx, c, job); err != nil {
 		r.fails.record(copyError, "forward", job.RemoteAddr(), "error", err)
 	}
+}
+
+// refuseConn writes the refusal line to c and ends its write side, then
+// reads what the client sent, for a moment: a unix socket closed with bytes
+// unread resets the connection, and the client could lose the line.
+func refuseConn(c *net.UnixConn, reason string) {
+	if _, err := c.Write(refusalLine(reason)); err != nil {
+		return
+	}
+	c.CloseWrite()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 }
 
 // openForward reads the header from c and connects to the job's listener
