@@ -51,14 +51,7 @@ func (s *forwardSetup) through(port uint16, msg string) (string, error) {
 	if err := OpenForward(c, port); err != nil {
 		return "", err
 	}
-	if _, err := io.WriteString(c, msg); err != nil {
-		return "", fmt.Errorf("write: %w", err)
-	}
-	if err := c.CloseWrite(); err != nil {
-		return "", fmt.Errorf("close write: %w", err)
-	}
-	got, err := io.ReadAll(c)
-	return string(got), err
+	return exchange(c, msg)
 }
 
 // dialUnixAs connects to the unix socket path with uid as the effective

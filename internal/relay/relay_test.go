@@ -63,6 +63,11 @@ func echoThrough(uid uint32, server netip.AddrPort, mapped bool, msg string) (st
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return exchange(c, msg)
+}
+
+// exchange sends msg on c, half-closes it and reads the answer to its end.
+func exchange(c halfCloser, msg string) (string, error) {
 	if _, err := io.WriteString(c, msg); err != nil {
 		return "", fmt.Errorf("write: %w", err)
 	}
