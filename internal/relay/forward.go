@@ -13,6 +13,8 @@ import (
 const (
 	// headerTimeout bounds the wait for a forward header.
 	headerTimeout = 10 * time.Second
+	// replyTimeout bounds the write of the answer line.
+	replyTimeout = 10 * time.Second
 	// jobDialTimeout bounds the connect to the job's listener, whose
 	// backlog may be full.
 	jobDialTimeout = 5 * time.Second
@@ -46,8 +48,10 @@ func (r *Relay) handleForward(ctx context.Context, c *net.UnixConn) {
 		r.fails.record(forwardPeer, "uid", peer, "error", err)
 		return
 	}
-	c.SetDeadline(time.Now().Add(headerTimeout))
+	c.SetReadDeadline(time.Now().Add(headerTimeout))
 	job, rf := r.openForward(ctx, c)
+	// The answer's own time: the connect and the accept took theirs.
+	c.SetDeadline(time.Now().Add(replyTimeout))
 	if rf != nil {
 		r.fails.record(rf.kind, "reason", rf.reason)
 		refuseConn(c, rf.reason)

@@ -196,6 +196,8 @@ func TestRelayUsage(t *testing.T) {
 		{[]string{"--dir", dir, "--port", "9000"}, 2, "--addr is required"},
 		{[]string{"--addr", "127.0.0.1", "--dir", dir, "--port", "9000"}, 2, "--addr: 127.0.0.1"},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir}, 2, "--ports: none given"},
+		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--port", "9000", "--port-file", "/x/ports"}, 2, "--port-file"},
+		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--forward", "--port-file", "ports"}, 2, "--port-file"},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--ports", "9000,x"}, 2, `port "x"`},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--port", "9000", "--uid", "bob"}, 2, `--uid "bob"`},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir + "/none", "--port", "9000"}, 1, "socket directory"},
