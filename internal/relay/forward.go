@@ -158,7 +158,7 @@ func (r *Relay) jobListener(port uint16, what string) (netip.AddrPort, *refusal)
 func (r *Relay) checkAccepted(ctx context.Context, c *net.TCPConn, what string) *refusal {
 	local, remote := c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort()
 	deadline := time.Now().Add(acceptTimeout)
-	delay := 500 * time.Microsecond
+	delay := 20 * time.Microsecond
 	for {
 		// The job's end has remote as its local address.
 		uid, err := r.owners.Owner(remote, local)
