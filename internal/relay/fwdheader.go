@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -85,6 +86,21 @@ func OpenForward(rw io.ReadWriter, port uint16) error {
 		return fmt.Errorf("forward entry: write header: %w", err)
 	}
 	return readForwardReply(rw)
+}
+
+// OpenForwardContext is OpenForward that gives up when ctx ends first,
+// closing c; a failure closes c too.
+func OpenForwardContext(ctx context.Context, c io.ReadWriteCloser, port uint16) error {
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	err := OpenForward(c, port)
+	if !stop() && err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		c.Close()
+		return err
+	}
+	return nil
 }
 
 func readForwardReply(r io.Reader) error {

@@ -2,10 +2,13 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -153,4 +156,30 @@ func FuzzReadForwardReply(f *testing.F) {
 			t.Errorf("%q accepted", b)
 		}
 	})
+}
+
+func TestOpenForwardContext(t *testing.T) {
+	near, far := net.Pipe()
+	defer far.Close()
+	go io.Copy(io.Discard, far) // takes the header, never answers
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := OpenForwardContext(ctx, near, 8080)
+	if err == nil {
+		t.Fatal("got nil from a relay that never answers; want an error")
+	}
+	if _, werr := near.Write([]byte("x")); !errors.Is(werr, io.ErrClosedPipe) {
+		t.Errorf("after giving up: write got %v; want the connection closed", werr)
+	}
+
+	near, far = net.Pipe()
+	defer far.Close()
+	go func() {
+		io.ReadFull(far, make([]byte, forwardHeaderLen))
+		io.WriteString(far, "ok\n")
+	}()
+	if err := OpenForwardContext(context.Background(), near, 8080); err != nil {
+		t.Errorf("got %v; want nil", err)
+	}
+	near.Close()
 }

@@ -47,14 +47,7 @@ func openEntry(ctx context.Context, c *ssh.Client, dir string, port int) (net.Co
 	if err != nil {
 		return nil, err
 	}
-	// The relay answers within its own bounds; ctx ends the wait sooner.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	err = jobrelay.OpenForward(conn, uint16(port))
-	if stopped := stop(); !stopped && err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		conn.Close()
+	if err := jobrelay.OpenForwardContext(ctx, conn, uint16(port)); err != nil {
 		return nil, &entryError{err}
 	}
 	return conn, nil
