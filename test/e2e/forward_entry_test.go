@@ -19,16 +19,18 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/testrig"
 )
 
 // TestForwardSkipsAnotherUsersListener: bob, another user of the node,
 // serves the pod's port on the node's 127.0.0.1 before the job starts; the
 // job serves it on its own address (SLUICE_POD_IP). The shadow's forward
 // goes through the job's relay, so the cluster's clients get the job's
-// answer, never bob's.
+// answer, never bob's; so does kubectl port-forward, through sluice-vk.
 func TestForwardSkipsAnotherUsersListener(t *testing.T) {
 	parallel(t)
-	e := newTunnelEnv(t)
+	keys := testrig.Load(t).Get(t, "RIG_NODE_KNOWN_HOSTS")
+	e := newTunnelEnv(t, tunnelOpts{ssh: "    NodeKnownHostsFile: " + keys + "\n"})
 	port := freeNodePortE2E(t)
 	startAsOnNode(t, e.rig.Get(t, "RIG_OTHER_USER"),
 		"socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", port), "SYSTEM:echo from-bob")
@@ -63,6 +65,13 @@ func TestForwardSkipsAnotherUsersListener(t *testing.T) {
 		if body, err = httpGet(addr, "/hosts"); err != nil || !strings.Contains(body, "redis.default") {
 			t.Errorf("GET /hosts through the shadow: %q, %v; want the job's /etc/hosts", firstLine(body), err)
 		}
+	}
+
+	// kubectl port-forward goes through the job's relay too.
+	local, _ := e.portForward(e.restConfig(), "entry", port, true)
+	body, err = httpGet(local, "/hosts")
+	if err != nil || !strings.Contains(body, "redis.default") {
+		t.Errorf("GET /hosts through port-forward: %q, %v; want the job's /etc/hosts, not bob's answer", body, err)
 	}
 }
 
