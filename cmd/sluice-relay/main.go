@@ -1,9 +1,14 @@
-// Command sluice-relay is the job-side relay of the reverse tunnel. The job
-// starts it before the workload; it listens on a loopback address and passes
-// on the job user's connections to each port to the tunnel's unix socket
-// <dir>/rev-<port>.sock, closing everyone else's.
+// Command sluice-relay is the job-side relay of the tunnels. The job starts
+// it before the workload; it listens on a loopback address and passes on the
+// job user's connections to each port to the tunnel's unix socket
+// <dir>/rev-<port>.sock, closing everyone else's. With --forward it also
+// serves <dir>/fwd.sock, the forward tunnel's entry: each connection names a
+// port of the pod (relay.ForwardHeader) and is joined to the job user's
+// listener for it, on --addr, 127.0.0.1 or [::1], never another user's; with
+// --port-file, to the port the job wrote there for it.
 //
 //	sluice-relay --addr 127.4.5.6 --dir /tmp/sluice/<pod uid> --ports 9000,6379 --parent-pid $$ [--uid N]
+//	sluice-relay --addr 127.4.5.6 --dir DIR --forward [--port-file FILE] [--ports ...] --parent-pid $$
 //	sluice-relay --connect 127.0.0.1:PORT
 //	sluice-relay --version
 //
@@ -70,6 +75,8 @@ func main() {
 	flag.Var(&ports, "ports", "ports to listen on, separated by commas")
 	parent := flag.Int("parent-pid", 0, "pid of the job's shell; the relay stops when it is gone (0: do not watch)")
 	uid := flag.String("uid", "", "uid whose connections are passed on (default: the relay's own uid)")
+	forward := flag.Bool("forward", false, "serve the forward entry DIR/"+relay.ForwardSocket)
+	portFile := flag.String("port-file", "", "with --forward: the file where the job writes containerPort=actualPort lines")
 	printVersion := flag.Bool("version", false, "print the version and exit")
 	connectTo := flag.String("connect", "", "join standard input and output to a connection to this loopback address and port, then exit")
 	flag.Usage = usage
@@ -85,7 +92,7 @@ func main() {
 
 	if *connectTo != "" {
 		a, err := connectAddr(*connectTo)
-		if err == nil && (flag.NArg() > 0 || *addr != "" || *dir != "" || len(ports) > 0 || *parent != 0 || *uid != "") {
+		if err == nil && (flag.NArg() > 0 || *addr != "" || *dir != "" || len(ports) > 0 || *parent != 0 || *uid != "" || *forward || *portFile != "") {
 			err = errors.New("--connect takes no other flag or argument")
 		}
 		if err != nil {
@@ -98,6 +105,10 @@ func main() {
 		os.Exit(code)
 	}
 	cfg, err := config(*addr, *dir, ports, *parent, *uid)
+	if err == nil {
+		cfg.Forward, cfg.PortFile = *forward, *portFile
+		err = validate(cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-relay:", err)
 		os.Exit(exitUsage)
@@ -108,12 +119,15 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(flag.CommandLine.Output(), `usage: sluice-relay --addr 127.x.y.z --dir DIR --ports P[,P...] [--parent-pid PID] [--uid UID]
+	fmt.Fprint(flag.CommandLine.Output(), `usage: sluice-relay --addr 127.x.y.z --dir DIR [--ports P[,P...]] [--forward [--port-file FILE]] [--parent-pid PID] [--uid UID]
        sluice-relay --connect 127.0.0.1:PORT
        sluice-relay --version
 
 Passes the connections of one user to each port on to DIR/rev-<port>.sock,
-after binding every port and writing DIR/rev-relay.ready.
+after binding every port and writing DIR/rev-relay.ready. With --forward,
+serves DIR/fwd.sock: each connection names a port and is joined to the
+listener of UID for it (on 127.x.y.z, 127.0.0.1 or [::1]), never to another
+user's.
 
 Once DIR is gone every connection is refused; the ports stay bound until
 the parent is gone.
@@ -146,10 +160,15 @@ func config(addr, dir string, ports []uint16, parent int, uid string) (relay.Con
 		}
 		cfg.UID = uint32(n)
 	}
-	if err := cfg.Validate(); err != nil {
-		return relay.Config{}, fmt.Errorf("--%w", err)
-	}
 	return cfg, nil
+}
+
+// validate checks the configuration, naming the flag at fault.
+func validate(cfg relay.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	return nil
 }
 
 func run(ctx context.Context, cfg relay.Config) int {

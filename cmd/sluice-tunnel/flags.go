@@ -47,6 +47,7 @@ type config struct {
 	ports  []int
 	listen string // IP address; "" for all
 	bounds forwardBounds
+	entry  string // names the socket directory of the relay's forward entry; "" for none
 
 	// reverse
 	socketDir     string
@@ -113,6 +114,7 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 		fs.StringVar(&raw.target, "target", string(tunnel.TargetNode), "where the ports are dialed: node (the node's sshd dials its loopback) or login (the login node dials NODE:PORT)")
 		fs.Var(&raw.ports, "ports", "the job's TCP ports to forward, `P[,P...]` (required)")
 		fs.StringVar(&raw.listen, "listen", "", "IP address to listen on (default: all addresses)")
+		fs.StringVar(&c.entry, "entry-dir-file", "", "file naming the pod's socket directory, whose relay serves the forward entry: each connection goes through it, to a listener of the job's user only; read at each connection (default: none, the node's 127.0.0.1:PORT)")
 		c.bounds.define(fs)
 	case modeReverse:
 		fs.StringVar(&c.socketDir, "socket-dir", "", "the pod's socket directory on the compute node, an absolute path (required, unless --socket-dir-file)")
@@ -203,6 +205,9 @@ func (c *config) checkForward(raw *rawFlags) []error {
 			errs = append(errs, fmt.Errorf("--listen: %w", err))
 		}
 		c.listen = raw.listen
+	}
+	if c.entry != "" && c.target == tunnel.TargetLogin {
+		errs = append(errs, errors.New("--entry-dir-file: the relay's entry is reached through the node's sshd, not with --target=login"))
 	}
 	errs = append(errs, c.bounds.check()...)
 	if port, clash := c.metricsClash(); clash {

@@ -106,6 +106,14 @@ func TestParseArgsForwardOptions(t *testing.T) {
 		!equalInts(c.ports, []int{8080, 9090}) {
 		t.Errorf("options: %+v", c)
 	}
+	c, err = parseArgs(modeForward, argv(forwardFlags, map[string]string{"entry-dir-file": "/etc/sluice/node/socket-dir"}))
+	if err != nil || c.entry != "/etc/sluice/node/socket-dir" {
+		t.Errorf("--entry-dir-file: %+v, %v", c, err)
+	}
+	_, err = parseArgs(modeForward, argv(forwardFlags, map[string]string{"entry-dir-file": "/etc/sluice/node/socket-dir", "target": "login"}))
+	if err == nil || !strings.Contains(err.Error(), "--entry-dir-file") {
+		t.Errorf("--entry-dir-file with --target=login: got %v; want an error naming the flag", err)
+	}
 	// The metrics port equals a forwarded port, but on another address.
 	c, err = parseArgs(modeForward, argv(forwardFlags, map[string]string{"metrics": "127.0.0.1:8080", "listen": "127.80.0.5"}))
 	if err != nil || c.metrics != "127.0.0.1:8080" {

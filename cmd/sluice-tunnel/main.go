@@ -5,7 +5,7 @@
 //
 //	sluice-tunnel forward --login=HOST:PORT --user=U --key=FILE
 //	    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
-//	    --ports=P[,P...] [--target=node|login] [--listen=ADDR]
+//	    --ports=P[,P...] [--target=node|login] [--listen=ADDR] [--entry-dir-file=FILE]
 //	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
 //	sluice-tunnel reverse --login=HOST:PORT --user=U --key=FILE
 //	    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
@@ -154,11 +154,13 @@ func modeUsage(w io.Writer, mode string) {
 	case modeForward:
 		fmt.Fprint(w, `usage: sluice-tunnel forward --login=HOST:PORT --user=U --key=FILE
     --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
-    --ports=P[,P...] [--target=node|login] [--listen=ADDR] [--node-port=22]
-    [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
+    --ports=P[,P...] [--target=node|login] [--listen=ADDR] [--entry-dir-file=FILE]
+    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
 
 Listens on each port and carries each connection over SSH through the login
-node to the job's compute node (named in --node-file, followed as it changes).
+node to the job's compute node (named in --node-file, followed as it changes):
+with --entry-dir-file, through the job's relay, which passes it only to a
+listener of the job's user.
 
 `)
 	case modeReverse:

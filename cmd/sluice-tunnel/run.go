@@ -62,14 +62,15 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 // host.
 func newForward(c *config, hop *tunnel.Hop, log *slog.Logger, m *tunnel.Metrics, st *tunnel.Status) *tunnel.Forward {
 	f := &tunnel.Forward{
-		Hop:      hop,
-		Target:   c.target,
-		Ports:    c.ports,
-		NodeFile: c.nodeFile,
-		Listen:   c.listen,
-		Log:      log,
-		Metrics:  m,
-		Status:   st,
+		Hop:          hop,
+		Target:       c.target,
+		Ports:        c.ports,
+		NodeFile:     c.nodeFile,
+		EntryDirFile: c.entry,
+		Listen:       c.listen,
+		Log:          log,
+		Metrics:      m,
+		Status:       st,
 	}
 	c.bounds.apply(f)
 	return f

@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/sluice-hpc/sluice/internal/pipe"
+	"github.com/sluice-hpc/sluice/internal/relay"
 )
 
 // dialTimeout bounds opening one stream's channel to the node.
@@ -55,10 +58,9 @@ func (s *Server) PortForward(ctx context.Context, namespace, pod string, port in
 		return fmt.Errorf("port-forward: %w", err)
 	}
 	defer release()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
-	conn, err := node.DialContext(dctx, "tcp", addr)
+	conn, addr, err := dialJob(dctx, node, job.ForwardEntry, port)
 	if err != nil {
-		return fmt.Errorf("port-forward: dial %s on node %s: %w", addr, job.Host, err)
+		return fmt.Errorf("port-forward: %s on node %s: %w", addr, job.Host, err)
 	}
 	defer conn.Close()
 	ra.start()
@@ -67,6 +69,30 @@ func (s *Server) PortForward(ctx context.Context, namespace, pod string, port in
 		return fmt.Errorf("port-forward: %w", err)
 	}
 	return nil
+}
+
+// dialJob opens a channel over node to the job's listener of port: through
+// the relay's forward entry when the job has one (entry), which joins it
+// only to a listener of the job's user, else to 127.0.0.1:port, whatever
+// listens there. It says where the channel goes.
+func dialJob(ctx context.Context, node *ssh.Client, entry string, port int32) (net.Conn, string, error) {
+	if entry == "" {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+		conn, err := node.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, addr, fmt.Errorf("dial: %w", err)
+		}
+		return conn, addr, nil
+	}
+	addr := fmt.Sprintf("%s (port %d)", entry, port)
+	conn, err := node.DialContext(ctx, "unix", entry)
+	if err != nil {
+		return nil, addr, fmt.Errorf("dial: %w", err)
+	}
+	if err := relay.OpenForwardContext(ctx, conn, uint16(port)); err != nil {
+		return nil, addr, err
+	}
+	return conn, addr, nil
 }
 
 // streamConn is a port-forward stream as a net.Conn, for pipe.Relay: it

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 
+	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
@@ -192,6 +194,9 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	st.runtimeOptions = job.RuntimeOptions
 	if job.Reverse != nil && job.Reverse.SocketDirRoot != "" {
 		st.socketDir = job.Reverse.SocketDir(job.UID)
+		if len(job.Reverse.Ports) > 0 {
+			st.forwardEntry = path.Join(st.socketDir, relay.ForwardSocket)
+		}
 	}
 	st.waitMsg = ""
 	changed := st.freeze(pod)

@@ -24,6 +24,9 @@ type RunningJob struct {
 	// RuntimeOptions are the pod's runtime options and mounts, as the
 	// job's command lines have them after the site's.
 	RuntimeOptions []string
+	// ForwardEntry is the path on Host of the relay's forward entry
+	// (relay.ForwardSocket), when the job runs a relay; "" for none.
+	ForwardEntry string
 }
 
 // Container returns the job's container name, or false.
@@ -64,5 +67,5 @@ func (p *Provider) RunningJob(namespace, name string) (RunningJob, error) {
 		return RunningJob{}, fmt.Errorf("pod %s/%s: %w: Slurm job %s has no batch host yet", namespace, name, ErrNotRunning, st.ref.JobID)
 	}
 	return RunningJob{Ref: st.ref, Host: st.last.BatchHost, Pod: st.pod.DeepCopy(), Containers: slices.Clone(st.containers),
-		RuntimeOptions: slices.Clone(st.runtimeOptions)}, nil
+		RuntimeOptions: slices.Clone(st.runtimeOptions), ForwardEntry: st.forwardEntry}, nil
 }

@@ -37,6 +37,9 @@ func TestRunningJobOnlyWhileTheJobRuns(t *testing.T) {
 	if c, ok := job.Container("main"); !ok || c.EnvFile == "" {
 		t.Errorf("got container main %+v, %v; want it as submitted", c, ok)
 	}
+	if job.ForwardEntry != "" {
+		t.Errorf("forward entry %q for a job without a relay; want none", job.ForwardEntry)
+	}
 	if _, ok := job.Container("nope"); ok {
 		t.Errorf("got a container nope; want none")
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/sitepath"
 	"github.com/sluice-hpc/sluice/internal/slurm"
@@ -330,6 +331,11 @@ func TestShadowLearnsSaltedSocketDir(t *testing.T) {
 		defer shadows.mu.Unlock()
 		return len(shadows.dirs) == 1 && shadows.dirs[0] == want
 	})
+	// kubectl port-forward goes through the relay's forward entry there.
+	job, err := h.p.RunningJob(pod.Namespace, pod.Name)
+	if wantEntry := path.Join(want, relay.ForwardSocket); err != nil || job.ForwardEntry != wantEntry {
+		t.Errorf("RunningJob: forward entry %q, %v; want %q", job.ForwardEntry, err, wantEntry)
+	}
 
 	// sluice-vk restarts: the job is adopted, with the salt it had.
 	again := newHarness(t, func(c *Config) { config(c); c.Jobs = h.jobs }, h.last(pod))

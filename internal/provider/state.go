@@ -35,6 +35,10 @@ type podState struct {
 	// tunnel ("" for none), as Submit named it from the pod's salt; the
 	// shadow learns it with the node (followNode).
 	socketDir string
+	// forwardEntry is the relay's forward entry on the node
+	// (relay.ForwardSocket in socketDir) when the job runs a relay (it has
+	// reverse forwards); "" for none.
+	forwardEntry string
 	// final: the pod reached a terminal phase; its job is not polled again.
 	final bool
 	// deleting: a deletion started; nothing is submitted any more.

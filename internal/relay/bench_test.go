@@ -1,9 +1,13 @@
 package relay
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -51,4 +55,72 @@ func BenchmarkOwnerLookup(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkForwardSetup opens a connection to a listener of this user and
+// takes one byte through it: directly over TCP, and through the relay's
+// forward entry (header, listener lookup, connect, accepted-socket check).
+func BenchmarkForwardSetup(b *testing.B) {
+	addr := testAddr()
+	ln, err := net.Listen("tcp4", netip.AddrPortFrom(addr, 0).String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Held until the client closes: a server that closes at
+			// once is refused (checkAccepted cannot tell whose it was).
+			go func() {
+				c.Write([]byte{1})
+				io.Copy(io.Discard, c)
+				c.Close()
+			}()
+		}
+	}()
+	server := ln.Addr().(*net.TCPAddr).AddrPort()
+	dir := b.TempDir()
+	r, err := Listen(Config{Addr: addr, Dir: dir, UID: uint32(os.Getuid()), Forward: true, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Serve(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	oneByte := func(b *testing.B, c net.Conn) {
+		var buf [1]byte
+		if _, err := io.ReadFull(c, buf[:]); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			c, err := net.Dial("tcp4", server.String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			oneByte(b, c)
+		}
+	})
+	b.Run("entry", func(b *testing.B) {
+		for b.Loop() {
+			c, err := net.Dial("unix", filepath.Join(dir, ForwardSocket))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := OpenForward(c, server.Port()); err != nil {
+				b.Fatal(err)
+			}
+			oneByte(b, c)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +25,14 @@ type Config struct {
 	// Addr is the IPv4 loopback address to listen on, not 127.0.0.1.
 	Addr netip.Addr
 	// Ports are the TCP ports to listen on; connections to each go to
-	// Dir/rev-<port>.sock.
+	// Dir/rev-<port>.sock. None is allowed with Forward.
 	Ports []uint16
+	// Forward serves the forward entry, Dir/fwd.sock: connections to the
+	// job's listeners of the user UID, asked for by port (ForwardHeader).
+	Forward bool
+	// PortFile is the file where the job reports the ports it picked at
+	// run time (ParsePortFile); "" for none. Only with Forward.
+	PortFile string
 	// Dir is the pod's socket directory. It must be owned by UID and not
 	// writable by group or others.
 	Dir string
@@ -37,6 +44,9 @@ type Config struct {
 	// Owners finds a client's user. If nil, Listen picks SockDiag when the
 	// kernel answers it and ProcNet otherwise.
 	Owners Owners
+	// Listeners finds the owner of a listener, for Forward. If nil, as
+	// Owners.
+	Listeners Listeners
 	// Log receives the relay's messages. If nil, slog.Default().
 	Log *slog.Logger
 	// WatchInterval is how often the parent and the directory are checked.
@@ -56,8 +66,11 @@ func (c *Config) Validate() error {
 	if a == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
 		return errors.New("addr: 127.0.0.1 is shared by every user of the node; use another 127.0.0.0/8 address")
 	}
-	if len(c.Ports) == 0 {
-		return errors.New("ports: none given")
+	if len(c.Ports) == 0 && !c.Forward {
+		return errors.New("ports: none given, and no forward entry")
+	}
+	if c.PortFile != "" && (!c.Forward || !filepath.IsAbs(c.PortFile)) {
+		return fmt.Errorf("port-file: %q is not an absolute path, or comes without the forward entry", c.PortFile)
 	}
 	seen := make(map[uint16]bool, len(c.Ports))
 	for _, p := range c.Ports {

@@ -28,6 +28,10 @@ func TestConfigValidate(t *testing.T) {
 		{"port twice", func(c *Config) { c.Ports = []uint16{6379, 6379} }, "port 6379 given twice"},
 		{"no dir", func(c *Config) { c.Dir = "" }, "dir: missing"},
 		{"negative parent", func(c *Config) { c.ParentPID = -1 }, "parent-pid"},
+		{"forward without ports", func(c *Config) { c.Ports, c.Forward = nil, true }, ""},
+		{"forward with a port file", func(c *Config) { c.Forward, c.PortFile = true, "/home/a/job/ports" }, ""},
+		{"port file without forward", func(c *Config) { c.PortFile = "/home/a/job/ports" }, "port-file"},
+		{"relative port file", func(c *Config) { c.Forward, c.PortFile = true, "job/ports" }, "port-file"},
 	}
 	for _, tc := range cases {
 		c := good()

@@ -9,13 +9,20 @@ import (
 type failureKind int
 
 const (
-	ownerRefused failureKind = iota // the client is not the job's user
-	lookupFailed                    // the client's owner could not be found
-	notHeld                         // the client's socket is closed by its process, or over
-	dirGone                         // the socket directory is gone: nothing is passed on
-	tunnelDown                      // the unix socket is missing, refuses or is not the job user's
-	acceptError                     // accept on a listener failed
-	copyError                       // copying a connection failed
+	ownerRefused       failureKind = iota // the client is not the job's user
+	lookupFailed                          // the client's owner could not be found
+	notHeld                               // the client's socket is closed by its process, or over
+	dirGone                               // the socket directory is gone: nothing is passed on
+	tunnelDown                            // the unix socket is missing, refuses or is not the job user's
+	acceptError                           // accept on a listener failed
+	copyError                             // copying a connection failed
+	forwardPeer                           // a forward entry client not of the job's user
+	forwardBadHeader                      // a forward header missing or malformed
+	forwardPortFile                       // the port file unreadable or malformed
+	forwardOwner                          // the port's listener is another user's
+	forwardNoListener                     // nothing listens on the port
+	forwardDial                           // the connect to the job's listener failed
+	forwardNotAccepted                    // the job's listener did not accept in time
 	numFailureKinds
 )
 
@@ -27,6 +34,14 @@ var failureMessages = [numFailureKinds]string{
 	tunnelDown:   "connection closed: tunnel down",
 	acceptError:  "accept failed",
 	copyError:    "copy failed",
+
+	forwardPeer:        "forward refused: the client is not the job's user",
+	forwardBadHeader:   "forward refused: bad header",
+	forwardPortFile:    "forward refused: bad port file",
+	forwardOwner:       "forward refused: listener of another user",
+	forwardNoListener:  "forward refused: nothing listens",
+	forwardDial:        "forward refused: connect failed",
+	forwardNotAccepted: "forward refused: not accepted",
 }
 
 // logEvery is how often a kind of failure is logged after its first time.

@@ -76,10 +76,16 @@ func checkHeld(client, server netip.AddrPort, state uint8, inode uint64) error {
 	return nil
 }
 
+// Sockets finds the owners of clients and of listeners.
+type Sockets interface {
+	Owners
+	Listeners
+}
+
 // DetectOwners returns SockDiag when the kernel answers socket diagnostics
 // for probe, a TCP listener of this process, and ProcNet otherwise (a kernel
 // without inet_diag, or a sandbox that refuses netlink). The name says which.
-func DetectOwners(probe netip.AddrPort) (Owners, string) {
+func DetectOwners(probe netip.AddrPort) (Sockets, string) {
 	if err := (SockDiag{}).probeListener(probe); err == nil {
 		return SockDiag{}, "sock_diag"
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,10 +20,21 @@ import (
 // (see TestMain), so that the server can run as another user.
 const echoEnv = "SLUICE_RELAY_TEST_ECHO"
 
+// tcpEchoEnv makes the test binary a TCP echo server on the address it
+// names, which answers each connection with that address on a line first.
+const tcpEchoEnv = "SLUICE_RELAY_TEST_TCP_ECHO"
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(echoEnv); path != "" {
-		if err := serveEcho(path); err != nil {
+		if err := serveEcho("unix", path); err != nil {
 			fmt.Fprintln(os.Stderr, "echo:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if addr := os.Getenv(tcpEchoEnv); addr != "" {
+		if err := serveEcho("tcp", addr); err != nil {
+			fmt.Fprintln(os.Stderr, "tcp echo:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -34,17 +46,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// serveEcho listens on the unix socket path, says "ready" on standard
-// output, echoes every connection (half-closing after EOF) and returns when
-// standard input is closed.
-func serveEcho(path string) error {
-	ln, err := net.Listen("unix", path)
+// serveEcho listens on the unix socket or TCP address addr, says "ready"
+// on standard output, echoes every connection (half-closing after EOF; on
+// TCP after a first line naming addr) and returns when standard input is
+// closed.
+func serveEcho(network, addr string) error {
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	if err := os.Chmod(path, 0o600); err != nil {
-		return err
+	if network == "unix" {
+		if err := os.Chmod(addr, 0o600); err != nil {
+			return err
+		}
 	}
 	go func() {
 		for {
@@ -54,8 +69,11 @@ func serveEcho(path string) error {
 			}
 			go func() {
 				defer c.Close()
+				if network == "tcp" {
+					io.WriteString(c, addr+"\n")
+				}
 				io.Copy(c, c)
-				c.(*net.UnixConn).CloseWrite()
+				c.(interface{ CloseWrite() error }).CloseWrite()
 			}()
 		}
 	}()
@@ -147,9 +165,20 @@ func sockDir(t *testing.T, a account) (dir, parent string) {
 // startEcho runs an echo server as a on the unix socket path.
 func startEcho(t *testing.T, a account, path string) {
 	t.Helper()
+	startEchoEnv(t, a, echoEnv+"="+path)
+}
+
+// startTCPEcho runs a TCP echo server as a on addr; stop ends it.
+func startTCPEcho(t *testing.T, a account, addr netip.AddrPort) (stop func()) {
+	t.Helper()
+	return startEchoEnv(t, a, tcpEchoEnv+"="+addr.String())
+}
+
+func startEchoEnv(t *testing.T, a account, env string) (stop func()) {
+	t.Helper()
 	_, test := binaries(t)
 	cmd := exec.Command(test)
-	cmd.Env = append(os.Environ(), echoEnv+"="+path)
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	asUser(cmd, a)
 	stdin, err := cmd.StdinPipe()
@@ -163,14 +192,19 @@ func startEcho(t *testing.T, a account, path string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			stdin.Close()
+			cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if line != "ready\n" {
 		t.Fatalf("echo server as %s: got %q, %v; want ready", a.name, line, err)
 	}
+	return stop
 }
 
 // relayProc is a running sluice-relay.

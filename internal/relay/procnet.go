@@ -57,13 +57,23 @@ func (p ProcNet) Owner(client, server netip.AddrPort) (uint32, error) {
 	return 0, fmt.Errorf("proc: %v->%v: %w", client, server, ErrNoSocket)
 }
 
-func scanProcNetFile(path string, client, server netip.AddrPort) (procEntry, bool, error) {
+// openProcNet opens a /proc/net/tcp{,6} file; it returns nil and no error
+// when the file is missing (a kernel without IPv6).
+func openProcNet(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return procEntry{}, false, nil // no IPv6 in this kernel
+		return nil, nil
 	}
 	if err != nil {
-		return procEntry{}, false, fmt.Errorf("proc: %w", err)
+		return nil, fmt.Errorf("proc: %w", err)
+	}
+	return f, nil
+}
+
+func scanProcNetFile(path string, client, server netip.AddrPort) (procEntry, bool, error) {
+	f, err := openProcNet(path)
+	if err != nil || f == nil {
+		return procEntry{}, false, err
 	}
 	defer f.Close()
 	e, found, err := findProcNet(f, func(e procEntry) bool {

@@ -1,6 +1,8 @@
-// Package relay is the job-side end of the reverse tunnel: an owner-checked
-// relay from TCP ports on a loopback address to the unix sockets of the
-// tunnel in the pod's socket directory.
+// Package relay is the job-side end of the tunnels: an owner-checked relay
+// from TCP ports on a loopback address to the unix sockets of the reverse
+// tunnel in the pod's socket directory, and the forward entry, a unix socket
+// there through which the forward tunnel reaches the job's listeners, and no
+// other user's (forward.go).
 //
 // The relay binds every port first, then writes rev-relay.ready, then serves.
 // For each connection it finds the user owning the connecting socket (through
@@ -21,6 +23,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,16 +55,19 @@ func (e *PortError) Unwrap() error { return e.Err }
 type Relay struct {
 	cfg       Config
 	owners    Owners
+	lookup    Listeners
 	log       *slog.Logger
 	fails     failureLog
 	dir       *os.File // the socket directory, held open
 	dirGone   atomic.Bool
 	listeners []*net.TCPListener
+	fwd       *net.UnixListener // the forward entry; nil without Config.Forward
 }
 
-// Listen validates cfg, checks the socket directory and binds every port.
-// If one port cannot be bound it closes the others and returns a *PortError
-// naming it: nothing is served unless every port is.
+// Listen validates cfg, checks the socket directory, binds every port and
+// makes the forward entry. If one port cannot be bound it closes the others
+// and returns a *PortError naming it: nothing is served unless every port
+// is.
 func Listen(cfg Config) (*Relay, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -85,13 +91,66 @@ func Listen(cfg Config) (*Relay, error) {
 		}
 		r.listeners = append(r.listeners, ln)
 	}
-	r.owners = cfg.Owners
-	if r.owners == nil {
-		var how string
-		r.owners, how = DetectOwners(netip.AddrPortFrom(addr, cfg.Ports[0]))
-		log.Info("owner lookup", "method", how)
+	if cfg.Forward {
+		if err := r.listenForward(); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if err := r.detectLookups(); err != nil {
+		r.Close()
+		return nil, err
 	}
 	return r, nil
+}
+
+// listenForward makes the forward entry, owner-only in the socket
+// directory. A socket left there is not the relay's: the batch script makes
+// the directory afresh.
+func (r *Relay) listenForward() error {
+	path := filepath.Join(r.cfg.Dir, ForwardSocket)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("forward entry: %w", err)
+	}
+	// Closing must not remove the path by name: after a requeue it may be a
+	// new relay's (Close removes it from the directory held open).
+	ln.SetUnlinkOnClose(false)
+	r.fwd = ln
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("forward entry: %w", err)
+	}
+	return nil
+}
+
+// detectLookups picks how owners are found, unless the configuration says.
+// Without a port of its own the relay probes with a listener bound for the
+// moment on its address.
+func (r *Relay) detectLookups() error {
+	r.owners, r.lookup = r.cfg.Owners, r.cfg.Listeners
+	if r.owners != nil && (r.lookup != nil || !r.cfg.Forward) {
+		return nil
+	}
+	var probe netip.AddrPort
+	if len(r.listeners) > 0 {
+		probe = r.Addrs()[0]
+	} else {
+		ln, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(r.cfg.Addr.Unmap(), 0)))
+		if err != nil {
+			return fmt.Errorf("probe owner lookup: %w", err)
+		}
+		defer ln.Close()
+		probe = ln.Addr().(*net.TCPAddr).AddrPort()
+	}
+	found, how := DetectOwners(probe)
+	r.log.Info("owner lookup", "method", how)
+	if r.owners == nil {
+		r.owners = found
+	}
+	if r.lookup == nil {
+		r.lookup = found
+	}
+	return nil
 }
 
 // Addrs returns the bound addresses, in the order of Config.Ports.
@@ -103,9 +162,13 @@ func (r *Relay) Addrs() []netip.AddrPort {
 	return out
 }
 
-// Close closes the listeners of a relay that is not served.
+// Close closes the listeners of a relay that is not served, and removes
+// the forward entry.
 func (r *Relay) Close() error {
 	err := r.closeListeners()
+	if r.fwd != nil {
+		unix.Unlinkat(int(r.dir.Fd()), ForwardSocket, 0)
+	}
 	r.dir.Close()
 	return err
 }
@@ -114,6 +177,11 @@ func (r *Relay) closeListeners() error {
 	var errs []error
 	for _, ln := range r.listeners {
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if r.fwd != nil {
+		if err := r.fwd.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -141,9 +209,17 @@ func (r *Relay) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { cancel(watch(ctx, r.cfg, r.dir, r.loseDir)) })
 	for _, ln := range r.listeners {
-		wg.Go(func() { r.acceptLoop(ctx, ln) })
+		port := ln.Addr().(*net.TCPAddr).AddrPort().Port()
+		wg.Go(func() {
+			r.acceptLoop(ctx, ln, func(c net.Conn) { r.handle(ctx, c.(*net.TCPConn), port) }, "port", port)
+		})
 	}
-	r.log.Info("relay ready", "addr", r.cfg.Addr.Unmap(), "ports", r.cfg.Ports, "uid", r.cfg.UID)
+	if r.fwd != nil {
+		wg.Go(func() {
+			r.acceptLoop(ctx, r.fwd, func(c net.Conn) { r.handleForward(ctx, c.(*net.UnixConn)) }, "entry", ForwardSocket)
+		})
+	}
+	r.log.Info("relay ready", "addr", r.cfg.Addr.Unmap(), "ports", r.cfg.Ports, "forward", r.cfg.Forward, "uid", r.cfg.UID)
 	<-ctx.Done()
 	r.log.Info("relay stopping", "reason", context.Cause(ctx))
 	r.closeListeners()
@@ -168,20 +244,21 @@ func readyContent(addrs []netip.AddrPort) string {
 	return b.String()
 }
 
-// acceptLoop accepts connections on ln until ctx ends. Accept errors never
-// end it: it backs off (5ms doubling to 1s) and tries again.
-func (r *Relay) acceptLoop(ctx context.Context, ln *net.TCPListener) {
+// acceptLoop accepts connections on ln and hands each to handle, in a
+// goroutine of its own, until ctx ends; it returns once they all have.
+// Accept errors never end it: it backs off (5ms doubling to 1s) and tries
+// again. what names the listener in the log.
+func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener, handle func(net.Conn), what ...any) {
 	var conns sync.WaitGroup
 	defer conns.Wait()
-	port := ln.Addr().(*net.TCPAddr).AddrPort().Port()
 	var delay time.Duration
 	for {
-		c, err := ln.AcceptTCP()
+		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			r.fails.record(acceptError, "port", port, "error", err)
+			r.fails.record(acceptError, append(what, "error", err)...)
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 			select {
 			case <-ctx.Done():
@@ -191,7 +268,7 @@ func (r *Relay) acceptLoop(ctx context.Context, ln *net.TCPListener) {
 			continue
 		}
 		delay = 0
-		conns.Go(func() { r.handle(ctx, c, port) })
+		conns.Go(func() { handle(c) })
 	}
 }
 

@@ -63,6 +63,11 @@ func echoThrough(uid uint32, server netip.AddrPort, mapped bool, msg string) (st
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return exchange(c, msg)
+}
+
+// exchange sends msg on c, half-closes it and reads the answer to its end.
+func exchange(c halfCloser, msg string) (string, error) {
 	if _, err := io.WriteString(c, msg); err != nil {
 		return "", fmt.Errorf("write: %w", err)
 	}
@@ -191,6 +196,8 @@ func TestRelayUsage(t *testing.T) {
 		{[]string{"--dir", dir, "--port", "9000"}, 2, "--addr is required"},
 		{[]string{"--addr", "127.0.0.1", "--dir", dir, "--port", "9000"}, 2, "--addr: 127.0.0.1"},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir}, 2, "--ports: none given"},
+		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--port", "9000", "--port-file", "/x/ports"}, 2, "--port-file"},
+		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--forward", "--port-file", "ports"}, 2, "--port-file"},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--ports", "9000,x"}, 2, `port "x"`},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir, "--port", "9000", "--uid", "bob"}, 2, `--uid "bob"`},
 		{[]string{"--addr", "127.9.9.9", "--dir", dir + "/none", "--port", "9000"}, 1, "socket directory"},

@@ -29,19 +29,25 @@ func (s Spec) commonArgs() []string {
 }
 
 // forwardArgs are the arguments of `sluice-tunnel forward` for the ports
-// the job exposes.
-func (s Spec) forwardArgs(ports []int32, metrics int32) []string {
+// the job exposes. A job with a relay (relayed: it has reverse forwards)
+// serves the relay's forward entry, which the tunnel goes through, to the
+// job user's listeners only, with ForwardTarget node; the socket directory
+// is read from the node ConfigMap, as for the reverse tunnel.
+func (s Spec) forwardArgs(ports []int32, metrics int32, relayed bool) []string {
 	list := make([]string, len(ports))
 	for i, p := range ports {
 		list[i] = strconv.Itoa(int(p))
 	}
 	args := append([]string{"forward"}, s.commonArgs()...)
-	return append(args,
+	args = append(args,
 		"--target="+s.ForwardTarget,
 		"--ports="+strings.Join(list, ","),
 		"--listen=$("+podIPEnv+")",
-		"--metrics="+metricsAddr(metrics),
 	)
+	if relayed && s.ForwardTarget == "node" {
+		args = append(args, "--entry-dir-file="+path.Join(mountNode, SocketDirKey))
+	}
+	return append(args, "--metrics="+metricsAddr(metrics))
 }
 
 // reverseArgs are the arguments of `sluice-tunnel reverse` for the pod's

@@ -131,7 +131,7 @@ func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotati
 	fwdMetrics, revMetrics := metricsPorts(ports, o.Forward, o.Reverse)
 	var containers []corev1.Container
 	if o.Forward {
-		c := s.tunnelContainer(ContainerForward, s.forwardArgs(forwarded, fwdMetrics), forwardPorts, fwdMetrics)
+		c := s.tunnelContainer(ContainerForward, s.forwardArgs(forwarded, fwdMetrics, rev != nil && len(rev.Forwards) > 0), forwardPorts, fwdMetrics)
 		c.ReadinessProbe = readinessProbe(fwdMetrics)
 		containers = append(containers, c)
 	}

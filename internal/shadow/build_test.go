@@ -86,7 +86,10 @@ func TestBuildBoth(t *testing.T) {
 		"--node-file=/etc/sluice/node/node",
 	}
 	wantForward := append(append([]string{"forward"}, common...),
-		"--target=node", "--ports=8080,9090", "--listen=$(POD_IP)", "--metrics=$(POD_IP):9464")
+		"--target=node", "--ports=8080,9090", "--listen=$(POD_IP)",
+		// the job has a relay (reverse forwards): its forward entry
+		"--entry-dir-file=/etc/sluice/node/socket-dir",
+		"--metrics=$(POD_IP):9464")
 	wantReverse := append(append([]string{"reverse"}, common...),
 		// read from the node ConfigMap: the pod UID, which squeue shows
 		// every user of the site, does not name it

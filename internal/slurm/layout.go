@@ -23,6 +23,8 @@ import "path"
 //	env/<container>   the container's environment (0600)
 //	exec.hosts        the node-local path of the reverse tunnel's hosts copy
 //	tunnel.salt       the pod's salt (ReverseJob.Salt), for a reverse tunnel (0600)
+//	ports             the job's own: containerPort=actualPort lines for the
+//	                  relay's forward entry (SLUICE_PORT_FILE, relay.ParsePortFile)
 //	annotations.json  the annotations the job was made with (Job.Annotations, 0600)
 //	enroot.rc         enroot's command script (the enroot runtime only)
 //	<container>.sqsh  an image enroot imported, while the script unpacks it
@@ -41,6 +43,9 @@ const (
 	// derives its relay's address, for Submit to read back when it adopts
 	// the job after a restart.
 	saltFile = "tunnel.salt"
+	// PortFile is where the job reports the ports it picked at run time,
+	// named to it by SLUICE_PORT_FILE and read by its relay.
+	PortFile = "ports"
 	// annotationsFile holds the annotations the job was made with, for
 	// Submitted to give back after a restart.
 	annotationsFile = "annotations.json"

@@ -216,6 +216,8 @@ type reverseData struct {
 	Ports   string   // comma-separated, as --ports takes them
 	Sockets []string // rev-<port>.sock, in the order of Ports
 	Ready   string
+	// PortFile is the port file's name in the job directory.
+	PortFile string
 	// The SOCKS proxy's port, 0 for none, and the same in hex as
 	// /proc/net/tcp shows it (four upper-case digits).
 	Socks    uint16
@@ -255,7 +257,7 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	}
 	relayAddr, _ := r.relayAddr(uid) // checked
 	addr := relayAddr.Unmap().String()
-	d.Relay, d.Addr, d.Ready = r.RelayPath, addr, relay.ReadyFile
+	d.Relay, d.Addr, d.Ready, d.PortFile = r.RelayPath, addr, relay.ReadyFile, PortFile
 	ports := make([]string, 0, len(r.Ports))
 	for _, p := range r.Ports {
 		ports = append(ports, strconv.Itoa(int(p)))

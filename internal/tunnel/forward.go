@@ -57,6 +57,15 @@ type Forward struct {
 	Ports []int
 	// NodeFile names the job's compute node (ReadNode). Required.
 	NodeFile string
+	// EntryDirFile names the pod's socket directory on the node, where the
+	// job's relay serves its forward entry (relay.ForwardSocket); it is
+	// read at each connection, and is empty until the job is submitted.
+	// When set (TargetNode only), each connection opens the entry and asks
+	// the relay for its port: the relay joins it only to a listener of the
+	// job's user, and a refusal closes the client (RefusedDial, the
+	// relay's reason logged). If empty, connections go to 127.0.0.1:PORT
+	// on the node, to whatever listens there: for a job without a relay.
+	EntryDirFile string
 	// Listen is the address to listen on, "127.0.0.1" or "" for all; it is
 	// used only when Listener is nil.
 	Listen string
@@ -170,6 +179,8 @@ func (f *Forward) check() error {
 		return errors.New("no port")
 	case f.NodeFile == "":
 		return errors.New("no node file")
+	case f.EntryDirFile != "" && f.target() != TargetNode:
+		return fmt.Errorf("an entry directory file needs target %q", TargetNode)
 	case f.BackoffMin < 0 || f.BackoffMax < 0 || f.PollInterval < 0 || f.KeepAliveInterval < 0 || f.KeepAliveTimeout < 0:
 		return errors.New("durations must not be negative")
 	case f.BackoffMax != 0 && f.BackoffMax < orDefault(f.BackoffMin, 500*time.Millisecond):
@@ -293,6 +304,7 @@ func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link
 func refusal(err error) string {
 	var keyErr *sshx.HostKeyError
 	var channel *ssh.OpenChannelError
+	var entry *entryError
 	switch {
 	case errors.Is(err, errNoNode):
 		return RefusedNoNode
@@ -300,7 +312,7 @@ func refusal(err error) string {
 		return RefusedHostKey
 	case errors.Is(err, errBackoff):
 		return RefusedBackoff
-	case errors.As(err, &channel):
+	case errors.As(err, &channel), errors.As(err, &entry):
 		return RefusedDial
 	}
 	return RefusedConnect

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path"
 	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	jobrelay "github.com/sluice-hpc/sluice/internal/relay"
 )
 
 // link holds a forward's SSH connections: one to the login node and, with
@@ -29,6 +32,7 @@ type link struct {
 	kaWait  time.Duration
 	onKey   func(error)
 	nodeOf  func() string // the current node, "" if none
+	entry   string        // the file naming the socket directory of the relay's forward entry; "" for none
 	metrics *Metrics
 	status  *Status
 
@@ -88,12 +92,15 @@ func (f *Forward) newLink(ctx context.Context, log *slog.Logger, wg *sync.WaitGr
 		kaWait:  orDefault(f.KeepAliveTimeout, 15*time.Second),
 		onKey:   f.OnHostKeyError,
 		nodeOf:  nodeOf,
+		entry:   f.EntryDirFile,
 		metrics: f.Metrics,
 		status:  f.Status,
 	}
 }
 
-// dial opens a channel to port on the current node: on the node's loopback
+// dial opens a channel to port on the current node: through the job's
+// relay, which passes it only to a listener of the job's user, when the
+// forward has its entry (EntryDirFile); else on the node's loopback
 // through its sshd (TargetNode), or to node:port from the login node
 // (TargetLogin). A connection found broken is dropped and made again once.
 // The returned conn releases its SSH connection when closed; node is the
@@ -104,21 +111,37 @@ func (l *link) dial(ctx context.Context, port int) (net.Conn, string, error) {
 		if err != nil {
 			return nil, node, err
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if l.target == TargetLogin {
-			addr = net.JoinHostPort(node, strconv.Itoa(port))
-		}
-		conn, err := c.client.DialContext(ctx, "tcp", addr)
+		conn, addr, err := l.open(ctx, c, node, port)
 		if err == nil {
 			return &heldConn{Conn: conn, release: func() { l.release(c) }}, node, nil
 		}
 		l.release(c)
 		var refused *ssh.OpenChannelError
-		if errors.As(err, &refused) || ctx.Err() != nil || try > 0 {
+		var entry *entryError
+		if errors.As(err, &refused) || errors.As(err, &entry) || ctx.Err() != nil || try > 0 {
 			return nil, node, fmt.Errorf("dial %s via %s: %w", addr, c.hop, err)
 		}
 		l.drop(c, err)
 	}
+}
+
+// open opens the channel for port over c, and says where it goes.
+func (l *link) open(ctx context.Context, c *sshConn, node string, port int) (net.Conn, string, error) {
+	if l.entry != "" {
+		dir, err := readEntryDir(l.entry)
+		if err != nil {
+			return nil, jobrelay.ForwardSocket, err
+		}
+		addr := path.Join(dir, jobrelay.ForwardSocket)
+		conn, err := openEntry(ctx, c.client, dir, port)
+		return conn, addr, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if l.target == TargetLogin {
+		addr = net.JoinHostPort(node, strconv.Itoa(port))
+	}
+	conn, err := c.client.DialContext(ctx, "tcp", addr)
+	return conn, addr, err
 }
 
 // heldConn is a channel that holds its SSH connection open until closed.

@@ -174,14 +174,38 @@ func startEcho(t *testing.T, r *testrig.Rig, bind string) int {
 // killed when the test ends.
 func startNodeServer(t *testing.T, r *testrig.Rig, bind string, flags ...string) int {
 	t.Helper()
-	user := r.Get(t, "RIG_USER")
 	port := freeNodePort(t)
-	args := append([]string{"netns", "exec", nodeNetns, "setpriv", "--reuid", user, "--regid", user, "--init-groups", echoServer(t)}, flags...)
-	cmd := exec.Command("ip", append(args, net.JoinHostPort(bind, strconv.Itoa(port)))...)
+	startNodeServerAs(t, r.Get(t, "RIG_USER"), net.JoinHostPort(bind, strconv.Itoa(port)), flags...)
+	return port
+}
+
+// startNodeServerAs starts testdata/echoserver with flags as user in the
+// node's network namespace, on addr. It is killed when the test ends.
+func startNodeServerAs(t *testing.T, user, addr string, flags ...string) {
+	t.Helper()
+	exited := startAsOnNode(t, user, echoServer(t), append(flags, addr)...)
+	_, port, _ := net.SplitHostPort(addr)
+	waitFor(t, 5*time.Second, "echo server listening", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("echo server on %s exited: %v", addr, err)
+		default:
+		}
+		n, _ := strconv.Atoi(port)
+		return nodeListening(t, n)
+	})
+}
+
+// startAsOnNode starts bin with args as user in the node's network
+// namespace; the channel gives its end. It is killed when the test ends.
+func startAsOnNode(t *testing.T, user, bin string, args ...string) <-chan error {
+	t.Helper()
+	argv := append([]string{"netns", "exec", nodeNetns, "setpriv", "--reuid", user, "--regid", user, "--init-groups", bin}, args...)
+	cmd := exec.Command("ip", argv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start echo server: %v", err)
+		t.Fatalf("start %s: %v", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -189,15 +213,7 @@ func startNodeServer(t *testing.T, r *testrig.Rig, bind string, flags ...string)
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
-	waitFor(t, 5*time.Second, "echo server listening", func() bool {
-		select {
-		case err := <-exited:
-			t.Fatalf("echo server on port %d exited: %v", port, err)
-		default:
-		}
-		return nodeListening(t, port)
-	})
-	return port
+	return exited
 }
 
 // echo sends payload to addr, half-closes, and checks the same bytes come

@@ -227,6 +227,8 @@ func TestForwardCheck(t *testing.T) {
 		{"negative", Forward{Hop: hop, Ports: []int{80}, NodeFile: "n", PollInterval: -1}, "negative"},
 		{"backoff", Forward{Hop: hop, Ports: []int{80}, NodeFile: "n", BackoffMin: time.Second, BackoffMax: time.Millisecond}, "backoff max"},
 		{"ok", Forward{Hop: hop, Target: TargetLogin, Ports: []int{80, 443}, NodeFile: "n"}, ""},
+		{"entry", Forward{Hop: hop, Ports: []int{80}, NodeFile: "n", EntryDirFile: "d"}, ""},
+		{"entry from the login node", Forward{Hop: hop, Target: TargetLogin, Ports: []int{80}, NodeFile: "n", EntryDirFile: "d"}, "entry directory file needs target"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -128,17 +127,7 @@ func TestSocksProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	killAll(t, pids)
-	bob := exec.Command("ip", "netns", "exec", nodeNetns, "runuser", "-u", e.rig.Get(t, "RIG_OTHER_USER"), "--",
-		"socat", "-u", "TCP-LISTEN:1080,bind=127.0.0.1,reuseaddr,fork", "/dev/null")
-	bob.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	bob.Stdout, bob.Stderr = os.Stderr, os.Stderr
-	if err := bob.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-bob.Process.Pid, syscall.SIGKILL)
-		_ = bob.Wait()
-	})
+	startAsOnNode(t, e.rig.Get(t, "RIG_OTHER_USER"), "socat", "-u", "TCP-LISTEN:1080,bind=127.0.0.1,reuseaddr,fork", "/dev/null")
 	e.waitFor("bob on 127.0.0.1:1080 of the node", 10*time.Second, func() bool {
 		out, _ := exec.Command("ip", "netns", "exec", nodeNetns, "ss", "-Hltn", "sport = :1080").Output()
 		return strings.Contains(string(out), "127.0.0.1:1080")

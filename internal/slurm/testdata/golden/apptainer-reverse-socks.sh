@@ -291,7 +291,8 @@ sluice_rev_start_relay() {
 		kill -s USR1 "$$" 2>/dev/null
 	) <"$sluice_tmp/relay.fifo" &
 	sluice_relay_copy=$!
-	"$sluice_relay" --addr "$1" --dir "$sluice_rev_dir" --ports "$2" --parent-pid "$$" 2>"$sluice_tmp/relay.fifo" &
+	"$sluice_relay" --addr "$1" --dir "$sluice_rev_dir" --ports "$2" --forward --port-file "$SLUICE_PORT_FILE" \
+		--parent-pid "$$" 2>"$sluice_tmp/relay.fifo" &
 	sluice_relay_pid=$!
 }
 
@@ -481,6 +482,18 @@ esac
 chmod 644 "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot make $sluice_hosts readable"
 # kubectl exec binds it too: it finds it named here.
 sluice_put "$sluice_dir/exec.hosts" "$sluice_hosts" || sluice_fail 1 "reverse tunnel: cannot record the hosts file for exec"
+# The relay's forward entry (fwd.sock) joins the tunnel only to listeners of
+# this job's user. The job may listen on its own address, SLUICE_POD_IP, so
+# that pods on one node can share a port, and may write the ports it picks
+# at run time to SLUICE_PORT_FILE, "containerPort=actualPort" a line. One
+# left by an earlier run (a requeue) is removed. APPTAINERENV_ passes them
+# through --cleanenv.
+SLUICE_POD_IP=127.120.240.157
+SLUICE_PORT_FILE=$sluice_dir/ports
+rm -f -- "$SLUICE_PORT_FILE" || sluice_fail 1 "reverse tunnel: cannot remove the port file $SLUICE_PORT_FILE"
+APPTAINERENV_SLUICE_POD_IP=$SLUICE_POD_IP
+APPTAINERENV_SLUICE_PORT_FILE=$SLUICE_PORT_FILE
+export SLUICE_POD_IP SLUICE_PORT_FILE APPTAINERENV_SLUICE_POD_IP APPTAINERENV_SLUICE_PORT_FILE
 sluice_rev_start_relay 127.120.240.157 6379,9000,53,5000,6380
 sluice_rev_wait 120 rev-6379.sock rev-9000.sock rev-53.sock rev-5000.sock rev-6380.sock
 sluice_rev_up=1
