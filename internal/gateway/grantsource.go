@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,6 +90,9 @@ func (g *GrantSource) Grant(ctx context.Context, pod PodRef, sa string) (*Grant,
 	}
 	if why := g.notOurs(d.ObjectMeta, name, podUID); why != "" {
 		return nil, refuse(fmt.Sprintf("deployment %s/%s is not a shadow of node %s: %s", d.Namespace, d.Name, g.Scope.Node, why))
+	}
+	if why := sameSpec(&p.Spec, &d.Spec.Template.Spec); why != "" {
+		return nil, refuse(fmt.Sprintf("pod %s/%s does not run its shadow's spec: %s", pod.Namespace, pod.Name, why))
 	}
 	if got := serviceAccount(d.Spec.Template.Spec.ServiceAccountName); got != sa {
 		return nil, refuse(fmt.Sprintf("shadow %s/%s runs its pods as ServiceAccount %s, the token is of %s", d.Namespace, d.Name, got, sa))
@@ -268,4 +272,40 @@ func serviceAccount(name string) string {
 		return "default"
 	}
 	return name
+}
+
+// sameSpec says how the pod spec got differs from want, its shadow
+// Deployment's template, in what a pod's code and files are (containers,
+// images, commands, environment, mounts, volumes), or "" when it does not.
+// A ReplicaSet adopts any pod whose labels match its selector, which
+// whoever may make pods in the namespace can copy: without this check,
+// such a pod would run code of its maker's with the shadow's grant.
+func sameSpec(got, want *corev1.PodSpec) string {
+	if why := sameContainers("container", got.Containers, want.Containers); why != "" {
+		return why
+	}
+	if why := sameContainers("init container", got.InitContainers, want.InitContainers); why != "" {
+		return why
+	}
+	if !apiequality.Semantic.DeepEqual(got.Volumes, want.Volumes) {
+		return "its volumes differ"
+	}
+	return ""
+}
+
+func sameContainers(kind string, got, want []corev1.Container) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d %ss, the shadow's %d", len(got), kind, len(want))
+	}
+	for i := range got {
+		g, w := &got[i], &want[i]
+		same := g.Name == w.Name && g.Image == w.Image && g.WorkingDir == w.WorkingDir &&
+			apiequality.Semantic.DeepEqual(
+				[]any{g.Command, g.Args, g.Env, g.EnvFrom, g.VolumeMounts, g.VolumeDevices, g.SecurityContext},
+				[]any{w.Command, w.Args, w.Env, w.EnvFrom, w.VolumeMounts, w.VolumeDevices, w.SecurityContext})
+		if !same {
+			return fmt.Sprintf("%s %s is not the shadow's %s", kind, g.Name, w.Name)
+		}
+	}
+	return ""
 }

@@ -124,6 +124,23 @@ func TestAuthenticateRefuses(t *testing.T) {
 		{"labels copied, no owner", nil, func(w *world) string {
 			return w.token("lookalike", w.strayPod("lookalike", w.shadow.Labels), "default")
 		}, "no ReplicaSet controls it"},
+		{"adopted by the shadow's ReplicaSet", nil, func(w *world) string {
+			p := w.strayPod("adopted", w.shadow.Labels)
+			p.OwnerReferences = w.shadow.OwnerReferences
+			p.Spec.Containers[0].Name = w.shadow.Spec.Containers[0].Name
+			p, err := w.client.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{})
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			return w.token("adopted", p, "default")
+		}, "does not run its shadow's spec"},
+		{"shadow pod with an environment of its own", nil, func(w *world) string {
+			w.shadow.Spec.Containers[0].Env = append(w.shadow.Spec.Containers[0].Env, corev1.EnvVar{Name: "LD_PRELOAD", Value: "/tmp/x.so"})
+			if _, err := w.client.CoreV1().Pods(w.shadow.Namespace).Update(ctx, w.shadow, metav1.UpdateOptions{}); err != nil {
+				w.t.Fatal(err)
+			}
+			return w.token("env", w.shadow, "default")
+		}, "container ssh-forward is not the shadow's ssh-forward"},
 		{"shadow of another node", func(s *ShadowScope) { s.Node = "hpc-b" }, func(w *world) string {
 			return w.token("node", w.shadow, "default")
 		}, `label sluice.io/node is "hpc-a"`},
