@@ -165,3 +165,20 @@ func TestCarriedByRefusesMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayRefusesSameNamespace: a pod asking for its shadow in its own
+// namespace, which the gateway would not trust, is refused with the way
+// out; one an operator trusts is not.
+func TestGatewayRefusesSameNamespace(t *testing.T) {
+	pod := webPod()
+	pod.Annotations[annotations.ShadowSameNS] = "true"
+	_, err := throughGateway().Build(pod)
+	if err == nil || !strings.Contains(err.Error(), "drop the annotation (the shadow goes to science-shadow)") {
+		t.Errorf("Build = %v; want the pod refused", err)
+	}
+	s := throughGateway()
+	s.TrustedNamespaces = []string{"science"}
+	if objs, err := s.Build(pod); err != nil || objs.Namespace != "science" {
+		t.Errorf("in a trusted namespace: %v, %v", objs, err)
+	}
+}
