@@ -17,9 +17,12 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +73,25 @@ func TestRigTokenAuthenticator(t *testing.T) {
 	waitServiceAccount(t, c, shadowNS)
 	webShadow, dbShadow := waitShadowPod(t, c, shadowNS, shadow.Name(web)), waitShadowPod(t, c, shadowNS, shadow.Name(db))
 
-	a, err := NewTokenAuthenticator(TokenConfig{Client: c, Shadows: ShadowScope{Node: spec.NodeName, CredentialsNamespace: credNS}})
+	// The gateway's client, counting its TokenReviews; an authentication
+	// not cached makes 7 requests, more than client-go's default 5 a
+	// second allows a storm.
+	var reviews atomic.Int32
+	rc := rig.KubeConfig(t)
+	rc.QPS, rc.Burst = 200, 400
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/tokenreviews") {
+				reviews.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	counted, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewTokenAuthenticator(TokenConfig{Client: counted, Shadows: ShadowScope{Node: spec.NodeName, CredentialsNamespace: credNS}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +112,8 @@ func TestRigTokenAuthenticator(t *testing.T) {
 	if g, err := a.Authenticate(ctx, podToken(t, c, dbShadow, Audience)); err != nil || g.Pod.Name != "db" || g.Node != "" || len(g.SocketNames) != 0 {
 		t.Errorf("db's token: %+v, %v; want db's grant, no node yet, no socket", g, err)
 	}
+
+	storm(t, a, &reviews, c, webShadow)
 
 	refused := func(what, token, why string) {
 		t.Helper()
@@ -310,4 +333,41 @@ func resigned(t *testing.T, rig *testrig.Rig, token string, iat, exp time.Time) 
 		t.Fatal(err)
 	}
 	return signed + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// storm authenticates 100 tokens of shadow at once, twice, as a
+// reconnection storm would: the first round reviews each token once, the
+// second none (reviews counts the TokenReviews a makes).
+func storm(t *testing.T, a *TokenAuthenticator, reviews *atomic.Int32, c kubernetes.Interface, shadow *corev1.Pod) {
+	t.Helper()
+	tokens := make([]string, 100)
+	for i := range tokens {
+		tokens[i] = podToken(t, c, shadow, Audience)
+	}
+	for round := 1; round <= 2; round++ {
+		before, start := reviews.Load(), time.Now()
+		var wg sync.WaitGroup
+		errs := make(chan error, len(tokens))
+		for _, tok := range tokens {
+			wg.Go(func() {
+				if _, err := a.Authenticate(context.Background(), tok); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("storm round %d: %v", round, err)
+		}
+		n := reviews.Load() - before
+		t.Logf("storm round %d: 100 authentications at once in %s, %d TokenReviews", round, time.Since(start).Round(time.Millisecond), n)
+		if want := map[int]int32{1: 100, 2: 0}[round]; n != want {
+			t.Errorf("storm round %d made %d TokenReviews; want %d", round, n, want)
+		}
+	}
 }

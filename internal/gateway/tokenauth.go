@@ -57,7 +57,9 @@ type TokenConfig struct {
 	// Client reviews tokens and reads the shadows; required. Its rights:
 	// create tokenreviews; get pods, replicasets, deployments, configmaps
 	// and namespaces where shadows live; get the records in
-	// CredentialsNamespace.
+	// CredentialsNamespace. An authentication whose review is not cached
+	// makes 7 requests, 6 when it is: its rate limit (rest.Config's QPS and
+	// Burst, 5 and 10 by default) must allow a reconnection storm.
 	Client kubernetes.Interface
 	// Shadows says which shadows are sluice's, and of which virtual node.
 	Shadows ShadowScope

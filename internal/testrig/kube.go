@@ -9,12 +9,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Kube is a client of the rig's API server as its administrator; a rig
 // without a Kubernetes control plane skips (fails in CI) the test.
 func (r *Rig) Kube(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(r.KubeConfig(t))
+	if err != nil {
+		t.Fatalf("testrig: kubernetes client: %v", err)
+	}
+	return c
+}
+
+// KubeConfig is the configuration of Kube's client, for a test that
+// wraps its transport.
+func (r *Rig) KubeConfig(t testing.TB) *rest.Config {
 	t.Helper()
 	file, ok := r.Lookup("RIG_KUBECONFIG")
 	if !ok {
@@ -24,11 +36,7 @@ func (r *Rig) Kube(t testing.TB) kubernetes.Interface {
 	if err != nil {
 		t.Fatalf("testrig: kubeconfig %s: %v", file, err)
 	}
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatalf("testrig: kubernetes client: %v", err)
-	}
-	return c
+	return rc
 }
 
 // MakeNamespace creates namespace ns on the rig's API server and deletes
