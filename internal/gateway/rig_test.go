@@ -134,13 +134,14 @@ func TestRigTokenAuthenticator(t *testing.T) {
 	refused("a pod no shadow made, in a trusted namespace", podToken(t, c, stray, Audience), "no ReplicaSet controls it")
 	refused("the web shadow's token for another audience", podToken(t, c, webShadow, "https://kubernetes.default.svc.cluster.local"), "is invalid for the target audiences")
 
-	remade := barePod(t, c, shadowNS, "remade", rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), webShadow.Labels)
+	remade := barePod(t, c, shadowNS, "remade", rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), lbls)
 	tok := podToken(t, c, remade, Audience)
 	if err := c.CoreV1().Pods(shadowNS).Delete(ctx, remade.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
+	release(t, c, remade)
 	waitGone(t, c, shadowNS, remade.Name)
-	barePod(t, c, shadowNS, "remade", rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), webShadow.Labels)
+	barePod(t, c, shadowNS, "remade", rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), lbls)
 	refused("a pod deleted and made again under its name", tok, "does not match")
 
 	// The web shadow's token with its times moved: signed again with the
@@ -152,8 +153,9 @@ func TestRigTokenAuthenticator(t *testing.T) {
 	refused("an expired token", resigned(t, rig, podToken(t, c, webShadow, Audience), now.Add(-2*time.Hour), now.Add(-time.Hour)), "has expired")
 
 	// A pod with all of the db shadow's labels: its ReplicaSet adopts it,
-	// then deletes one of its two pods. Either way the pod is refused:
-	// being deleted, or not running the shadow's spec.
+	// then deletes one of its two pods (a finalizer keeps this one
+	// there). Either way the pod is refused: being deleted, or not
+	// running the shadow's spec.
 	adopted := barePod(t, c, shadowNS, "adopted", rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), dbShadow.Labels)
 	poll(t, "the db shadow's ReplicaSet to adopt pod adopted", func() bool {
 		p, err := c.CoreV1().Pods(shadowNS).Get(ctx, adopted.Name, metav1.GetOptions{})
@@ -248,12 +250,13 @@ func waitGone(t *testing.T, c kubernetes.Interface, ns, name string) {
 }
 
 // barePod makes a pod of ns with labels that no controller made, as the
-// restricted Pod Security Standard of a shadow namespace admits it.
+// restricted Pod Security Standard of a shadow namespace admits it, with a
+// finalizer that keeps it until the test ends.
 func barePod(t *testing.T, c kubernetes.Interface, ns, name, image string, lbls map[string]string) *corev1.Pod {
 	t.Helper()
 	no, yes, uid := false, true, int64(65534)
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls, Finalizers: []string{"sluice.io/test-gwauth"}},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: &no,
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid,
@@ -267,6 +270,7 @@ func barePod(t *testing.T, c kubernetes.Interface, ns, name, image string, lbls 
 	if err != nil {
 		t.Fatalf("create pod %s/%s: %v", ns, name, err)
 	}
+	t.Cleanup(func() { release(t, c, p) })
 	return p
 }
 
@@ -369,5 +373,14 @@ func storm(t *testing.T, a *TokenAuthenticator, reviews *atomic.Int32, c kuberne
 		if want := map[int]int32{1: 100, 2: 0}[round]; n != want {
 			t.Errorf("storm round %d made %d TokenReviews; want %d", round, n, want)
 		}
+	}
+}
+
+// release removes barePod's finalizer from p.
+func release(t *testing.T, c kubernetes.Interface, p *corev1.Pod) {
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	_, err := c.CoreV1().Pods(p.Namespace).Patch(context.Background(), p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("remove the finalizer of pod %s/%s: %v", p.Namespace, p.Name, err)
 	}
 }
