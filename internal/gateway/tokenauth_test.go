@@ -79,6 +79,7 @@ func TestAuthenticateRefuses(t *testing.T) {
 	}{
 		{"unknown token", nil, func(w *world) string { return "T0k3n-forged" }, "does not accept the token"},
 		{"empty token", nil, func(w *world) string { return "" }, "no token"},
+		{"oversized token", nil, func(w *world) string { return strings.Repeat("T0k3n", maxTokenLen) }, "longer than 16384"},
 		{"other audience", nil, func(w *world) string {
 			tok := w.token("aud", w.shadow, "default")
 			st := w.reviews[tok]
@@ -214,6 +215,9 @@ func TestAuthenticateRefuses(t *testing.T) {
 			}
 			tok := tt.change(w)
 			g, err := w.authenticator(scope).Authenticate(ctx, tok)
+			if n := w.calls.Load(); (tok == "" || len(tok) > maxTokenLen) && n != 0 {
+				t.Errorf("%d TokenReviews of a token refused before any", n)
+			}
 			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.why) {
 				t.Fatalf("Authenticate = %+v, %v; want refused, saying %q", g, err, tt.why)
 			}

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// maxTokenLen bounds the token tokenExpiry decodes: ServiceAccount tokens
-// are a few kilobytes at most.
+// maxTokenLen bounds the tokens reviewed and decoded: ServiceAccount
+// tokens are a few kilobytes at most.
 const maxTokenLen = 16 << 10
 
 // tokenExpiry reads the expiry (exp claim) of a JWT without checking its
