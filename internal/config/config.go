@@ -67,6 +67,21 @@ type Network struct {
 	// the operator vouches for who may act in them.
 	TrustedShadowNamespaces []string `yaml:"TrustedShadowNamespaces"`
 	SSH                     SSH      `yaml:"SSH"`
+	// Gateway, when its Address is set, carries the shadows' tunnels
+	// (SPEC S14): shadows hold no site credential.
+	Gateway Gateway `yaml:"Gateway"`
+}
+
+// Gateway is how shadows reach the tunnel gateway.
+type Gateway struct {
+	// Address is the gateway's HOST:PORT, as shadows dial it (its
+	// Service). If empty, there is no gateway: each shadow logs in to the
+	// site itself.
+	Address string `yaml:"Address"`
+	// HostKeys is the ConfigMap of the gateway's host keys (key
+	// known_hosts) the shadows check it with. If empty and Address is
+	// set, sluice-gateway-host-keys.
+	HostKeys string `yaml:"HostKeys"`
 }
 
 // SSH configures how the site's login node, and through it the compute
@@ -204,6 +219,7 @@ func (c *Config) Default() {
 	if c.Network.ShadowMode == "" {
 		c.Network.ShadowMode = "ssh"
 	}
+	c.Network.Gateway.defaults()
 	s := &c.Network.SSH
 	if s.Port == 0 {
 		s.Port = 22

@@ -46,6 +46,9 @@ type Grant struct {
 	// SocketNames are the names, in SocketDir, of the remote forwards
 	// the shadow may ask for (rev-<port>.sock, the SOCKS proxy's).
 	SocketNames []string
+	// SocksPort is the port of the pod's SOCKS proxy, 0 for none; its
+	// socket is the SocketNames' rev-<SocksPort>.sock.
+	SocksPort int32
 }
 
 // PodRef names a pod.

@@ -8,7 +8,9 @@ package hostname
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 )
 
 // MaxLen is the length of the longest name, without a trailing dot.
@@ -51,6 +53,22 @@ func CheckHost(host string) error {
 		return nil
 	}
 	return Check(host)
+}
+
+// CheckHostPort reports whether addr is HOST:PORT, HOST as CheckHost
+// accepts it (an IPv6 address in brackets) and PORT 1-65535.
+func CheckHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT: %w", addr, err)
+	}
+	if err := CheckHost(host); err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port must be 1-65535", addr)
+	}
+	return nil
 }
 
 func rule(name string) string {

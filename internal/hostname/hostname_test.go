@@ -113,3 +113,16 @@ func FuzzCheckHost(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckHostPort(t *testing.T) {
+	for _, ok := range []string{"gw:22", "sluice-gateway.sluice.svc:2222", "10.0.0.1:1", "[fd00::1]:65535"} {
+		if err := CheckHostPort(ok); err != nil {
+			t.Errorf("CheckHostPort(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "gw", "gw:", "gw:0", "gw:65536", "gw:ssh", ":22", "-o=x:22", "[fe80::1%eth0]:22", "fd00::1:22"} {
+		if err := CheckHostPort(bad); err == nil {
+			t.Errorf("CheckHostPort(%q) accepted", bad)
+		}
+	}
+}

@@ -44,7 +44,7 @@ const (
 )
 
 // accessArgs are the tunnels' flags for the bastion and for spreading
-// their reconnections.
+// their reconnections (pacingArgs).
 func (s Spec) accessArgs() []string {
 	var args []string
 	if b := s.Bastion; b.Host != "" {
@@ -58,6 +58,12 @@ func (s Spec) accessArgs() []string {
 			args = append(args, "--bastion-key="+path.Join(mountBastionSSH, keyPrivate))
 		}
 	}
+	return append(args, s.pacingArgs()...)
+}
+
+// pacingArgs are the tunnels' flags for spreading their reconnections.
+func (s Spec) pacingArgs() []string {
+	var args []string
 	if s.ReconnectSpread > 0 {
 		args = append(args,
 			"--reconnect-spread="+s.ReconnectSpread.String(),

@@ -16,6 +16,9 @@ const podIPEnv = "POD_IP"
 // commonArgs are the flags both tunnel commands start with: how to reach
 // the login node and, through it, the compute node named in the node file.
 func (s Spec) commonArgs() []string {
+	if s.gatewayOn() {
+		return s.gatewayArgs()
+	}
 	args := append([]string{
 		"--login=" + s.loginAddr(),
 		"--user=" + s.User,
@@ -93,16 +96,26 @@ func (s Spec) tunnelContainer(name string, args []string, ports []corev1.Contain
 				FieldPath:  "status.podIP",
 			}},
 		}},
-		VolumeMounts: append([]corev1.VolumeMount{
-			s.loginMount(),
-			{Name: volLoginHosts, MountPath: mountLoginHosts, ReadOnly: true},
-			{Name: volNodeHosts, MountPath: mountNodeHosts, ReadOnly: true},
-			{Name: volNode, MountPath: mountNode, ReadOnly: true},
-		}, s.accessMounts()...),
+		VolumeMounts:    s.tunnelMounts(),
 		SecurityContext: tunnelSecurity(),
 		LivenessProbe:   livenessProbe(metrics),
 		Resources:       tunnelResources(),
 	}
+}
+
+// tunnelMounts are the mounts of a tunnel container: the credentials (or,
+// with the gateway, the token and the gateway's host keys) and the node
+// file.
+func (s Spec) tunnelMounts() []corev1.VolumeMount {
+	if s.gatewayOn() {
+		return gatewayMounts()
+	}
+	return append([]corev1.VolumeMount{
+		s.loginMount(),
+		{Name: volLoginHosts, MountPath: mountLoginHosts, ReadOnly: true},
+		{Name: volNodeHosts, MountPath: mountNodeHosts, ReadOnly: true},
+		{Name: volNode, MountPath: mountNode, ReadOnly: true},
+	}, s.accessMounts()...)
 }
 
 // holdContainer keeps running a shadow that has nothing else to run once
@@ -119,8 +132,11 @@ func (s Spec) holdContainer() corev1.Container {
 
 // tunnelVolumes are the volumes of the tunnel containers: the key or the
 // keytab (loginVolume), both known_hosts and the node ConfigMap of the
-// shadow name.
+// shadow name; with the gateway, gatewayVolumes.
 func (s Spec) tunnelVolumes(name string) []corev1.Volume {
+	if s.gatewayOn() {
+		return s.gatewayVolumes(name)
+	}
 	return append([]corev1.Volume{
 		s.loginVolume(),
 		{Name: volLoginHosts, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

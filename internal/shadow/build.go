@@ -285,9 +285,9 @@ func isOurs(ours []corev1.Volume, name string) bool {
 // checkSameNamespace checks a pod's annotations.ShadowSameNS: "true" or
 // "false"; "true" on a node confined to another namespace than the pod's
 // is refused (the node makes shadows in its tenant namespace only), and so
-// is "true" where the site's SSH credentials would be copied into the
-// pod's namespace (ReplicateCredentials), readable to whoever reads its
-// Secrets.
+// is "true" where the gateway would not trust the pod's namespace, or
+// where the site's SSH credentials would be copied into the pod's
+// namespace (ReplicateCredentials), readable to whoever reads its Secrets.
 func (s Spec) checkSameNamespace(pod *corev1.Pod) error {
 	v, ok := pod.Annotations[annotations.ShadowSameNS]
 	if !ok || v == "false" {
@@ -301,6 +301,10 @@ func (s Spec) checkSameNamespace(pod *corev1.Pod) error {
 		return podErr(field, "node %s is confined to namespace %s (Network.TenantNamespace), where it makes every shadow; "+
 			"the shadow of a pod of namespace %s cannot be made in the pod's namespace: run the pod in %s or drop the annotation",
 			s.NodeName, s.TenantNamespace, pod.Namespace, s.TenantNamespace)
+	case s.gatewayOn() && s.TenantNamespace == "" && !slices.Contains(s.TrustedNamespaces, pod.Namespace):
+		return podErr(field, "the tunnel gateway carries the tunnels of shadows in the namespaces sluice created or an operator trusts only, "+
+			"and whoever may make pods in namespace %s could pass for its shadow there; drop the annotation (the shadow goes to %s)",
+			pod.Namespace, pod.Namespace+ShadowSuffix)
 	case s.ReplicateCredentials && s.TenantNamespace == "" && pod.Namespace != s.CredentialsNamespace:
 		return podErr(field, "the shadow would need the site's SSH credentials copied into namespace %s "+
 			"(Network.SSH.ReplicateCredentials), where whoever reads its Secrets would have them; "+

@@ -12,28 +12,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// replicate copies the credentials the tunnels read (S3) from
-// Spec.CredentialsNamespace into ns. A copy is marked with LabelManagedBy,
-// labelCopy and AnnotationCopyOf; it is updated when its original has
-// changed. An object of the same name that is not a copy of that original
+// replicate copies the credentials the tunnels read (S3; with the gateway,
+// its host keys only: copies) from Spec.CredentialsNamespace into ns. A
+// copy is marked with LabelManagedBy, labelCopy and AnnotationCopyOf; it is
+// updated when its original has changed. An object of the same name that is not a copy of that original
 // is never overwritten: replicate returns an error wrapping ErrNotOurs and
 // records a Warning Event on pod.
 func (m *Manager) replicate(ctx context.Context, pod *corev1.Pod, ns string) error {
 	if err := m.access(m.Spec.CredentialsNamespace); err != nil {
 		return err
 	}
-	copies := []func() error{
-		func() error { return m.copySecret(ctx, ns, m.Spec.loginSecret()) },
-		func() error { return m.copyConfigMap(ctx, ns, m.Spec.LoginHostKeys) },
-		func() error { return m.copyConfigMap(ctx, ns, m.Spec.NodeHostKeys) },
-	}
-	if b := m.Spec.Bastion; b.Host != "" {
-		copies = append(copies, func() error { return m.copyConfigMap(ctx, ns, b.HostKeys) })
-		if b.KeySecret != "" {
-			copies = append(copies, func() error { return m.copySecret(ctx, ns, b.KeySecret) })
-		}
-	}
-	for _, copyOne := range copies {
+	for _, copyOne := range m.copies(ctx, ns) {
 		err := copyOne()
 		if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
 			// Another pod's Ensure made or changed the copy meanwhile.
@@ -47,6 +36,27 @@ func (m *Manager) replicate(ctx context.Context, pod *corev1.Pod, ns string) err
 		}
 	}
 	return nil
+}
+
+// copies are the copies replicate makes into ns: the credentials and host
+// keys the tunnels log in to the site with or, with the gateway, only the
+// gateway's host keys (public): a shadow then holds no site credential.
+func (m *Manager) copies(ctx context.Context, ns string) []func() error {
+	if m.Spec.gatewayOn() {
+		return []func() error{func() error { return m.copyConfigMap(ctx, ns, m.Spec.GatewayHostKeys) }}
+	}
+	copies := []func() error{
+		func() error { return m.copySecret(ctx, ns, m.Spec.loginSecret()) },
+		func() error { return m.copyConfigMap(ctx, ns, m.Spec.LoginHostKeys) },
+		func() error { return m.copyConfigMap(ctx, ns, m.Spec.NodeHostKeys) },
+	}
+	if b := m.Spec.Bastion; b.Host != "" {
+		copies = append(copies, func() error { return m.copyConfigMap(ctx, ns, b.HostKeys) })
+		if b.KeySecret != "" {
+			copies = append(copies, func() error { return m.copySecret(ctx, ns, b.KeySecret) })
+		}
+	}
+	return copies
 }
 
 func (m *Manager) copyMeta(ns, name string) metav1.ObjectMeta {

@@ -95,7 +95,7 @@ func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
 			return nil, err
 		}
 	}
-	if m.Spec.KeyFile != "" && (o.Forward || o.Reverse) {
+	if m.Spec.KeyFile != "" && !m.Spec.gatewayOn() && (o.Forward || o.Reverse) {
 		if err := m.publishKey(ctx, pod, o.Namespace); err != nil {
 			return nil, err
 		}

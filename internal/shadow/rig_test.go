@@ -13,32 +13,17 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/rigenv"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // rigClient is a client of the rig's API server.
 func rigClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	testrig.Load(t)
-	vars, err := rigenv.Read(rigenv.File())
-	if err != nil || vars["RIG_KUBECONFIG"] == "" {
-		testrig.Unavailable(t, "the rig has no Kubernetes control plane (RIG_KUBECONFIG missing from rig.env)")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", vars["RIG_KUBECONFIG"])
-	if err != nil {
-		t.Fatalf("kubeconfig: %v", err)
-	}
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	return c
+	return testrig.Load(t).Kube(t)
 }
 
 func rigSuffix() string {
@@ -60,22 +45,10 @@ func rigNamespaces(t *testing.T, c kubernetes.Interface, prefix string) (sfx, po
 }
 
 // makeNamespace creates ns and deletes it when the test ends.
-func makeNamespace(t *testing.T, c kubernetes.Interface, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", ns, err)
-	}
-	deleteNamespaceAtEnd(t, c, ns)
-}
+func makeNamespace(t *testing.T, c kubernetes.Interface, ns string) { testrig.MakeNamespace(t, c, ns) }
 
 func deleteNamespaceAtEnd(t *testing.T, c kubernetes.Interface, ns string) {
-	t.Cleanup(func() {
-		err := c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete namespace %s: %v", ns, err)
-		}
-	})
+	testrig.DeleteNamespaceAtEnd(t, c, ns)
 }
 
 // replicatingFrom creates testSpec's credentials in credNS, with a key that

@@ -80,6 +80,15 @@ type Spec struct {
 	// there by the operator. If empty, KeySecret must exist there.
 	KeyFile         string
 	CertificateFile string
+	// GatewayAddress, if set, is the gateway's HOST:PORT
+	// (Network.Gateway.Address): the tunnels go through it, proving the
+	// shadow with its pod-bound ServiceAccount token (GatewayAudience),
+	// and nothing of the site's is copied into or written in a shadow
+	// namespace. GatewayHostKeys is then the ConfigMap of the gateway's
+	// host keys (key known_hosts) the shadows read in their namespace,
+	// copied there with ReplicateCredentials.
+	GatewayAddress  string
+	GatewayHostKeys string
 }
 
 // SpecFrom takes a Spec from the virtual kubelet's configuration (defaults
@@ -108,6 +117,8 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 			HostKeys: h.Bastion.HostKeys, KeySecret: h.Bastion.KeySecret},
 		ReconnectSpread:    h.Pacing.ShadowSpread,
 		ReconnectWindowMax: h.Pacing.ShadowWindowMax,
+		GatewayAddress:     c.Network.Gateway.Address,
+		GatewayHostKeys:    c.Network.Gateway.HostKeys,
 	}
 	if h.Auth == "kerberos" {
 		s.KeySecret = ""
@@ -167,6 +178,7 @@ func (s Spec) Validate() error {
 		bad("SocketDirRoot", "%q is not a clean absolute path", s.SocketDirRoot)
 	}
 	s.validateAccess(bad)
+	s.validateGateway(bad)
 	label("TenantNamespace", s.TenantNamespace, false)
 	for _, ns := range s.TrustedNamespaces {
 		label("TrustedNamespaces", ns, true)

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	psapi "k8s.io/pod-security-admission/api"
 )
 
@@ -193,16 +194,15 @@ func (m *Manager) checkTrusted(ctx context.Context, ns *corev1.Namespace) error 
 	if err := m.access(m.Spec.CredentialsNamespace); err != nil {
 		return err
 	}
-	rec, err := m.Client.CoreV1().ConfigMaps(m.Spec.CredentialsNamespace).Get(ctx, RecordName(ns.Name), metav1.GetOptions{})
+	recorded, found, err := RecordedUID(ctx, m.Client, m.Spec.CredentialsNamespace, ns.Name)
 	switch {
-	case err == nil:
-		if rec.Data[recordKeyNamespace] == ns.Name && types.UID(rec.Data[recordKeyUID]) == ns.UID {
-			m.trust.remember(ns)
-			return nil
-		}
-		return m.notTrusted(ns, fmt.Sprintf("it was deleted and made again since sluice created it (uid %s, recorded %s)", ns.UID, rec.Data[recordKeyUID]))
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("shadow: get the record of namespace %s: %w", ns.Name, err)
+	case err != nil:
+		return err
+	case found && recorded == ns.UID:
+		m.trust.remember(ns)
+		return nil
+	case found:
+		return m.notTrusted(ns, fmt.Sprintf("it was deleted and made again since sluice created it (uid %s, recorded %s)", ns.UID, recorded))
 	}
 	adopt, err := m.adoptable(ctx, ns)
 	if err != nil {
@@ -218,6 +218,26 @@ func (m *Manager) checkTrusted(ctx context.Context, ns *corev1.Namespace) error 
 	m.log().Warn("shadow namespace adopted: made by sluice before its namespaces were recorded, it holds the copy of the site's credential",
 		"namespace", ns.Name, "uid", ns.UID, "record", m.Spec.CredentialsNamespace+"/"+RecordName(ns.Name))
 	return nil
+}
+
+// RecordedUID reads the record, in credentialsNS (sluice's own namespace),
+// of the shadow namespace ns: the UID of the namespace of that name that
+// sluice created or adopted, and whether there is a record at all. A
+// namespace whose UID differs was deleted and made again by someone else.
+// The records are written by sluice-vk only; the gateway reads them to
+// tell a shadow sluice made from a look-alike.
+func RecordedUID(ctx context.Context, c kubernetes.Interface, credentialsNS, ns string) (uid types.UID, found bool, err error) {
+	rec, err := c.CoreV1().ConfigMaps(credentialsNS).Get(ctx, RecordName(ns), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("shadow: get the record of namespace %s: %w", ns, err)
+	case rec.Data[recordKeyNamespace] != ns:
+		// A record that names another namespace vouches for none.
+		return "", true, nil
+	}
+	return types.UID(rec.Data[recordKeyUID]), true, nil
 }
 
 func (m *Manager) notTrusted(ns *corev1.Namespace, why string) error {

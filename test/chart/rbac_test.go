@@ -27,8 +27,8 @@ var modal = map[string]func(node) bool{
 	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).ensureNamespace": func(n node) bool { return n.tenant == "" },
 	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).createNamespace": func(n node) bool { return n.tenant == "" },
 	// and records the namespaces it makes, only then
-	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).checkTrusted": func(n node) bool { return n.tenant == "" },
-	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).record":       func(n node) bool { return n.tenant == "" },
+	"github.com/sluice-hpc/sluice/internal/shadow.RecordedUID":       func(n node) bool { return n.tenant == "" },
+	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).record": func(n node) bool { return n.tenant == "" },
 	// RunElected only
 	"github.com/sluice-hpc/sluice/internal/vk.elect": func(n node) bool { return n.leader },
 }
