@@ -1,0 +1,171 @@
+package gateway
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-hpc/sluice/internal/tunnel"
+	"golang.org/x/crypto/ssh"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fakeAuth grants by token, as the TokenReview authenticator does from the
+// token's claims.
+type fakeAuth map[string]*Grant
+
+func (a fakeAuth) Authenticate(_ context.Context, token string) (*Grant, error) {
+	if g, ok := a[token]; ok {
+		return g, nil
+	}
+	return nil, fmt.Errorf("token: %w", ErrRefused)
+}
+
+// startServer serves the gateway for auth on a local port, with a site
+// that cannot be reached: what these tests check is refused before it.
+func startServer(t *testing.T, auth Authenticator) (*Server, string, ssh.PublicKey) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{
+		HostKey: signer,
+		Auth:    auth,
+		Site: &Site{Hop: &tunnel.Hop{
+			LoginAddr:     "127.0.0.1:1",
+			LoginHostKeys: ssh.FixedHostKey(signer.PublicKey()),
+			NodeHostKeys:  ssh.FixedHostKey(signer.PublicKey()),
+			Timeout:       time.Second,
+		}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return srv, ln.Addr().String(), signer.PublicKey()
+}
+
+func dialShadow(addr string, key ssh.PublicKey, user, token string) (*ssh.Client, error) {
+	return ssh.Dial("tcp", addr, &ssh.ClientConfig{
+		User:            user,
+		Auth:            []ssh.AuthMethod{ssh.Password(token)},
+		HostKeyCallback: ssh.FixedHostKey(key),
+		Timeout:         5 * time.Second,
+	})
+}
+
+func TestServerRefuses(t *testing.T) {
+	g := testGrant()
+	_, addr, key := startServer(t, fakeAuth{"tok-a": g})
+
+	if _, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-b"); err == nil {
+		t.Error("a token the authenticator refuses was let in")
+	}
+	if _, err := dialShadow(addr, key, "root", "tok-a"); err == nil {
+		t.Error("a user other than pod was let in")
+	}
+	c, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
+	if err != nil {
+		t.Fatalf("the pod's own token: %v", err)
+	}
+	defer c.Close()
+
+	if _, err := c.NewSession(); err == nil || !strings.Contains(err.Error(), "direct-tcpip channels only") {
+		t.Errorf("session channel: %v; want refused, saying why", err)
+	}
+	for _, a := range []string{"127.0.0.1:22", "10.0.0.1:8080", "localhost:8080"} {
+		if _, err := c.Dial("tcp", a); err == nil || !strings.Contains(err.Error(), "prohibited") {
+			t.Errorf("direct-tcpip to %s: %v; want prohibited", a, err)
+		}
+	}
+	// Allowed by the policy, the node unreachable: refused as a failure
+	// to connect, not as prohibited.
+	if _, err := c.Dial("tcp", "127.0.0.1:8080"); err == nil || strings.Contains(err.Error(), "prohibited") {
+		t.Errorf("direct-tcpip to the pod's port, site down: %v; want a connection failure", err)
+	}
+	for _, p := range []string{"/run/sluice/u2/rev-6379.sock", "/tmp/x.sock", "rev-1.sock"} {
+		if _, err := c.ListenUnix(p); err == nil {
+			t.Errorf("remote forward of %s allowed", p)
+		}
+	}
+	if _, err := c.Listen("tcp", "127.0.0.1:6000"); err == nil {
+		t.Error("a TCP remote forward was allowed")
+	}
+	// The connection is still served after every refusal.
+	if _, _, err := c.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+		t.Errorf("keepalive after refusals: %v", err)
+	}
+}
+
+func TestServerNoNode(t *testing.T) {
+	g := testGrant()
+	g.Node = ""
+	_, addr, key := startServer(t, fakeAuth{"tok-a": g})
+	c, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Dial("tcp", "127.0.0.1:8080"); err == nil || !strings.Contains(err.Error(), errNoNode.Error()) {
+		t.Errorf("direct-tcpip with no node: %v; want %q", err, errNoNode)
+	}
+}
+
+func TestGrantChanged(t *testing.T) {
+	a, b := testGrant(), testGrant()
+	b.Pod.UID = types.UID("u2")
+	srv, addr, key := startServer(t, fakeAuth{"tok-a": a, "tok-b": b})
+	ca, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Close()
+	cb, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+
+	srv.GrantChanged(a.Pod.UID, "job requeued")
+	closed := make(chan error, 1)
+	go func() { closed <- ca.Wait() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pod's connection was not closed when its grant changed")
+	}
+	if _, _, err := cb.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+		t.Errorf("another pod's connection was closed too: %v", err)
+	}
+}
+
+func TestServeNeedsConfig(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := (&Server{}).Serve(context.Background(), ln); err == nil {
+		t.Error("a server with no host key, authenticator or site served")
+	}
+}
+
