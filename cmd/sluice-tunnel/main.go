@@ -45,6 +45,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/sluice-hpc/sluice/internal/tunnel"
 )
 
 const (
@@ -113,7 +115,12 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 	if soft := setSoftMemoryLimit(); soft > 0 {
 		log.Info("soft memory limit set from the cgroup's", "bytes", soft)
 	}
-	hop, err := loadHop(c, log)
+	var hop *tunnel.Hop
+	if c.gateway.addr != "" {
+		hop, err = loadGatewayHop(c)
+	} else {
+		hop, err = loadHop(c, log)
+	}
 	if err != nil {
 		printErr(stderr, mode, err)
 		return exitUsage
