@@ -144,7 +144,7 @@ func (s *Site) watch(c *siteConn, via *siteConn) {
 			c.close(errors.New("the login connection was lost"))
 		}
 		cancel()
-		if c.reason != nil && !errors.Is(c.reason, errClosedIdle) {
+		if c.reason != nil && !errors.Is(c.reason, errClosedIdle) && !errors.Is(c.reason, errStopping) {
 			s.log().Warn("ssh connection lost", "hop", c.hop(), "node", c.node, "err", c.reason)
 		}
 	}()
@@ -165,7 +165,11 @@ func (s *Site) use(c *siteConn) {
 	}
 }
 
-var errClosedIdle = errors.New("idle")
+// The reasons the gateway closes a connection itself, which are no loss.
+var (
+	errClosedIdle = errors.New("idle")
+	errStopping   = errors.New("gateway stopping")
+)
 
 func (s *Site) release(c *siteConn) {
 	s.mu.Lock()
@@ -196,11 +200,11 @@ func (s *Site) Close() {
 		if c.idle != nil {
 			c.idle.Stop()
 		}
-		c.close(errors.New("gateway stopping"))
+		c.close(errStopping)
 	}
 	s.nodes = nil
 	if s.login != nil {
-		s.login.close(errors.New("gateway stopping"))
+		s.login.close(errStopping)
 		s.login = nil
 	}
 }
