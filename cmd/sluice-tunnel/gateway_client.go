@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -105,15 +106,14 @@ func readToken(file string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	buf := make([]byte, maxTokenFile+1)
-	n, err := f.Read(buf)
+	buf, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
 	if err != nil {
 		return "", fmt.Errorf("read token: %w", err)
 	}
-	if n > maxTokenFile {
+	if len(buf) > maxTokenFile {
 		return "", fmt.Errorf("token longer than %d bytes", maxTokenFile)
 	}
-	tok := strings.TrimSpace(string(buf[:n]))
+	tok := strings.TrimSpace(string(buf))
 	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
 		return "", errors.New("token: want one non-empty line")
 	}

@@ -1,11 +1,10 @@
 //go:build rig
 
-package gateway
+package gateway_test
 
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
 	cryptorand "crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -22,7 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-hpc/sluice/internal/sshx"
+	"github.com/sluice-hpc/sluice/internal/gateway"
+	"github.com/sluice-hpc/sluice/internal/gateway/gatewaytest"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
@@ -38,7 +38,7 @@ const (
 // node's loopback, and what its reverse endpoint answers.
 type rigPod struct {
 	token string
-	grant *Grant
+	grant *gateway.Grant
 	fwd   *tunnel.Forward
 	local string // the Forward's listener
 }
@@ -53,18 +53,20 @@ func TestGatewayRig(t *testing.T) {
 	r := testrig.Load(t)
 	const pods = 3
 	var dials atomic.Int32
-	site := &Site{Hop: siteHop(t, r, func() { dials.Add(1) }), Idle: time.Minute}
-	t.Cleanup(site.Close)
+	site := gatewaytest.RigSite(t, r, func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	})
 
 	loginBefore := established(t, loginNetns)
 	nodeBefore := established(t, nodeNetns)
 
-	auth := fakeAuth{}
+	auth := gatewaytest.Grants{}
 	ps := make([]*rigPod, pods)
 	for i := range ps {
 		p := &rigPod{token: "tok-" + randHex(8)}
-		p.grant = &Grant{
-			Pod:          PodRef{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(randHex(8))},
+		p.grant = &gateway.Grant{
+			Pod:          gateway.PodRef{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(randHex(8))},
 			Node:         r.Get(t, "RIG_NODE_NAME"),
 			SocketDir:    socketDir(t, r),
 			ForwardPorts: []int32{int32(nodeEcho(t, r))},
@@ -73,7 +75,7 @@ func TestGatewayRig(t *testing.T) {
 		auth[p.token] = p.grant
 		ps[i] = p
 	}
-	addr, hostKey := serveGateway(t, site, auth)
+	gw := gatewaytest.Serve(t, site, auth)
 
 	ctx := t.Context()
 	var wg sync.WaitGroup
@@ -85,8 +87,8 @@ func TestGatewayRig(t *testing.T) {
 	ups := make([]chan bool, pods)
 	for i, p := range ps {
 		hop := &tunnel.Hop{
-			LoginAddr:     addr,
-			LoginHostKeys: ssh.FixedHostKey(hostKey),
+			LoginAddr:     gw.Addr,
+			LoginHostKeys: ssh.FixedHostKey(gw.HostKey),
 			Gateway:       true,
 			Token:         func() (string, error) { return p.token, nil },
 			Timeout:       10 * time.Second,
@@ -176,63 +178,6 @@ func waitUp(t *testing.T, ups <-chan bool, want bool) {
 			t.Fatalf("reverse tunnel up=%v: not within 20s", want)
 		}
 	}
-}
-
-// siteHop is the gateway's way to the rig's login and compute nodes;
-// dialed is called at each connection to the login node.
-func siteHop(t *testing.T, r *testrig.Rig, dialed func()) *tunnel.Hop {
-	t.Helper()
-	signer, err := sshx.Signer(r.Get(t, "RIG_KEY"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	login, err := sshx.HostKeys(r.Get(t, "RIG_KNOWN_HOSTS"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := sshx.HostKeys(r.Get(t, "RIG_NODE_KNOWN_HOSTS"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tunnel.Hop{
-		LoginAddr:     net.JoinHostPort(r.Get(t, "RIG_LOGIN_ADDR"), r.Get(t, "RIG_LOGIN_PORT")),
-		User:          r.Get(t, "RIG_USER"),
-		Auth:          []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		LoginHostKeys: login,
-		NodeHostKeys:  node,
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dialed()
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		},
-		Timeout: 10 * time.Second,
-	}
-}
-
-// serveGateway serves a gateway for site and auth on a local port.
-func serveGateway(t *testing.T, site *Site, auth Authenticator) (string, ssh.PublicKey) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(cryptorand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- (&Server{HostKey: signer, Auth: auth, Site: site}).Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return ln.Addr().String(), signer.PublicKey()
 }
 
 // established counts the TCP connections established to port 22 (the

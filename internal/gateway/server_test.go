@@ -1,67 +1,34 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"fmt"
+	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/gateway"
+	"github.com/sluice-hpc/sluice/internal/gateway/gatewaytest"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// fakeAuth grants by token, as the TokenReview authenticator does from the
-// token's claims.
-type fakeAuth map[string]*Grant
-
-func (a fakeAuth) Authenticate(_ context.Context, token string) (*Grant, error) {
-	if g, ok := a[token]; ok {
-		return g, nil
-	}
-	return nil, fmt.Errorf("token: %w", ErrRefused)
-}
-
-// startServer serves the gateway for auth on a local port, with a site
-// that cannot be reached: what these tests check is refused before it.
-func startServer(t *testing.T, auth Authenticator) (*Server, string, ssh.PublicKey) {
+// startServer serves the gateway for auth with a site that cannot be
+// reached: what these tests check is refused before it.
+func startServer(t *testing.T, auth gateway.Authenticator) (*gateway.Server, string, ssh.PublicKey) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+	unreachable := func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("site unreachable (test)")
 	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &Server{
-		HostKey: signer,
-		Auth:    auth,
-		Site: &Site{Hop: &tunnel.Hop{
-			LoginAddr:     "127.0.0.1:1",
-			LoginHostKeys: ssh.FixedHostKey(signer.PublicKey()),
-			NodeHostKeys:  ssh.FixedHostKey(signer.PublicKey()),
-			Timeout:       time.Second,
-		}},
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return srv, ln.Addr().String(), signer.PublicKey()
+	g := gatewaytest.Serve(t, &gateway.Site{Hop: &tunnel.Hop{
+		LoginAddr:     "login.test:22",
+		LoginHostKeys: ssh.InsecureIgnoreHostKey(),
+		NodeHostKeys:  ssh.InsecureIgnoreHostKey(),
+		Dial:          unreachable,
+	}}, auth)
+	return g.Server, g.Addr, g.HostKey
 }
 
 func dialShadow(addr string, key ssh.PublicKey, user, token string) (*ssh.Client, error) {
@@ -74,8 +41,8 @@ func dialShadow(addr string, key ssh.PublicKey, user, token string) (*ssh.Client
 }
 
 func TestServerRefuses(t *testing.T) {
-	g := testGrant()
-	_, addr, key := startServer(t, fakeAuth{"tok-a": g})
+	g := gateway.TestGrant()
+	_, addr, key := startServer(t, gatewaytest.Grants{"tok-a": g})
 
 	if _, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-b"); err == nil {
 		t.Error("a token the authenticator refuses was let in")
@@ -117,23 +84,23 @@ func TestServerRefuses(t *testing.T) {
 }
 
 func TestServerNoNode(t *testing.T) {
-	g := testGrant()
+	g := gateway.TestGrant()
 	g.Node = ""
-	_, addr, key := startServer(t, fakeAuth{"tok-a": g})
+	_, addr, key := startServer(t, gatewaytest.Grants{"tok-a": g})
 	c, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Dial("tcp", "127.0.0.1:8080"); err == nil || !strings.Contains(err.Error(), errNoNode.Error()) {
-		t.Errorf("direct-tcpip with no node: %v; want %q", err, errNoNode)
+	if _, err := c.Dial("tcp", "127.0.0.1:8080"); err == nil || !strings.Contains(err.Error(), gateway.ErrNoNode.Error()) {
+		t.Errorf("direct-tcpip with no node: %v; want %q", err, gateway.ErrNoNode)
 	}
 }
 
 func TestGrantChanged(t *testing.T) {
-	a, b := testGrant(), testGrant()
+	a, b := gateway.TestGrant(), gateway.TestGrant()
 	b.Pod.UID = types.UID("u2")
-	srv, addr, key := startServer(t, fakeAuth{"tok-a": a, "tok-b": b})
+	srv, addr, key := startServer(t, gatewaytest.Grants{"tok-a": a, "tok-b": b})
 	ca, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +131,7 @@ func TestServeNeedsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if err := (&Server{}).Serve(context.Background(), ln); err == nil {
+	if err := (&gateway.Server{}).Serve(context.Background(), ln); err == nil {
 		t.Error("a server with no host key, authenticator or site served")
 	}
 }
-
