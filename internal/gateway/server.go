@@ -96,6 +96,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	defer nc.Close()
 	log := s.log().With("remote", nc.RemoteAddr().String())
 	var grant *Grant
+	handshake := orDefault(s.HandshakeTimeout, 20*time.Second)
 	cfg := &ssh.ServerConfig{
 		ServerVersion: "SSH-2.0-sluice-gateway",
 		MaxAuthTries:  1,
@@ -106,7 +107,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 			if len(token) > maxToken {
 				return nil, fmt.Errorf("token of %d bytes", len(token))
 			}
-			g, err := s.Auth.Authenticate(ctx, string(token))
+			actx, cancel := context.WithTimeout(ctx, handshake)
+			defer cancel()
+			g, err := s.Auth.Authenticate(actx, string(token))
 			if err != nil {
 				return nil, err
 			}
@@ -120,7 +123,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		},
 	}
 	cfg.AddHostKey(s.HostKey)
-	nc.SetDeadline(time.Now().Add(orDefault(s.HandshakeTimeout, 20*time.Second)))
+	nc.SetDeadline(time.Now().Add(handshake))
 	sconn, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	if err != nil {
 		log.Debug("shadow handshake failed", "err", err)
