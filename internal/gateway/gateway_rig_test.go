@@ -48,7 +48,8 @@ type rigPod struct {
 // node's sshd and the compute node's each see one connection for all of
 // them; that each pod's sockets reach its own shadow; and that a socket
 // directory replaced on the node (a requeue) brings the pod's reverse
-// tunnel back through a new connection.
+// tunnel back through a new connection; and that the node connection is
+// closed once no shadow uses it.
 func TestGatewayRig(t *testing.T) {
 	r := testrig.Load(t)
 	const pods = 3
@@ -57,6 +58,7 @@ func TestGatewayRig(t *testing.T) {
 		dials.Add(1)
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	})
+	site.Idle = time.Second
 
 	loginBefore := established(t, loginNetns)
 	nodeBefore := established(t, nodeNetns)
@@ -77,9 +79,12 @@ func TestGatewayRig(t *testing.T) {
 	}
 	gw := gatewaytest.Serve(t, site, auth)
 
-	ctx := t.Context()
+	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
 	nodeFile := filepath.Join(t.TempDir(), "node")
 	if err := os.WriteFile(nodeFile, []byte(r.Get(t, "RIG_NODE_NAME")), 0o644); err != nil {
 		t.Fatal(err)
@@ -162,6 +167,17 @@ func TestGatewayRig(t *testing.T) {
 	}
 	if n := dials.Load(); n != 1 {
 		t.Errorf("%d connections made to the login node after a requeue; want 1", n)
+	}
+
+	// Once no shadow uses it, the node connection is closed after Idle.
+	cancel()
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for established(t, nodeNetns) > nodeBefore {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node connection is still open 10s after the last shadow left (Idle %v)", site.Idle)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
