@@ -34,6 +34,10 @@ type Server struct {
 	// HandshakeTimeout bounds a shadow's handshake and authentication.
 	// If zero, 20s.
 	HandshakeTimeout time.Duration
+	// KeepAliveInterval and KeepAliveTimeout pace the keepalives sent to
+	// each shadow and bound their answer; a shadow that does not answer
+	// is disconnected. If zero, 15s and 15s.
+	KeepAliveInterval, KeepAliveTimeout time.Duration
 	// MaxConns bounds the shadow connections served at once (handshakes
 	// included); more wait to be accepted. If zero, 4096.
 	MaxConns int

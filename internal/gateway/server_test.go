@@ -3,8 +3,11 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +20,7 @@ import (
 
 // startServer serves the gateway for auth with a site that cannot be
 // reached: what these tests check is refused before it.
-func startServer(t *testing.T, auth gateway.Authenticator) (*gateway.Server, string, ssh.PublicKey) {
+func startServer(t *testing.T, auth gateway.Authenticator, set ...func(*gateway.Server)) (*gateway.Server, string, ssh.PublicKey) {
 	t.Helper()
 	unreachable := func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("site unreachable (test)")
@@ -27,7 +30,7 @@ func startServer(t *testing.T, auth gateway.Authenticator) (*gateway.Server, str
 		LoginHostKeys: ssh.InsecureIgnoreHostKey(),
 		NodeHostKeys:  ssh.InsecureIgnoreHostKey(),
 		Dial:          unreachable,
-	}}, auth)
+	}}, auth, set...)
 	return g.Server, g.Addr, g.HostKey
 }
 
@@ -133,5 +136,67 @@ func TestServeNeedsConfig(t *testing.T) {
 	defer ln.Close()
 	if err := (&gateway.Server{}).Serve(context.Background(), ln); err == nil {
 		t.Error("a server with no host key, authenticator or site served")
+	}
+}
+
+// freezable is a shadow's connection that stops taking the gateway's
+// packets once frozen, as a shadow gone without closing; closed is closed
+// when the gateway closes its side.
+type freezable struct {
+	net.Conn
+	frozen atomic.Bool
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (f *freezable) Read(p []byte) (int, error) {
+	if f.frozen.Load() {
+		io.Copy(io.Discard, f.Conn)
+		f.once.Do(func() { close(f.closed) })
+		return 0, io.EOF
+	}
+	n, err := f.Conn.Read(p)
+	if err != nil {
+		f.once.Do(func() { close(f.closed) })
+	}
+	return n, err
+}
+
+func TestServerDropsSilentShadow(t *testing.T) {
+	_, addr, key := startServer(t, gatewaytest.Grants{"tok-a": gateway.TestGrant()}, func(s *gateway.Server) {
+		s.KeepAliveInterval, s.KeepAliveTimeout = 100*time.Millisecond, 200*time.Millisecond
+	})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezable{Conn: nc, closed: make(chan struct{})}
+	c, chans, reqs, err := ssh.NewClientConn(f, addr, &ssh.ClientConfig{
+		User:            tunnel.GatewayUser,
+		Auth:            []ssh.AuthMethod{ssh.Password("tok-a")},
+		HostKeyCallback: ssh.FixedHostKey(key),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go ssh.DiscardRequests(reqs)
+	go func() {
+		for nch := range chans {
+			nch.Reject(ssh.Prohibited, "test")
+		}
+	}()
+	// Answered keepalives keep it connected.
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-f.closed:
+		t.Fatal("a shadow that answers keepalives was disconnected")
+	default:
+	}
+	f.frozen.Store(true)
+	select {
+	case <-f.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a shadow that stopped answering keepalives is still connected")
 	}
 }

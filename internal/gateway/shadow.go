@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
+	"github.com/sluice-hpc/sluice/internal/sshx"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -43,6 +45,15 @@ func (sc *shadowConn) serve(ctx context.Context, chans <-chan ssh.NewChannel, re
 	sc.log.Info("shadow connected")
 	var wg sync.WaitGroup
 	wg.Go(func() { sc.requests(reqs) })
+	// A shadow gone without a word (its node lost, a half-open
+	// connection) must not keep its forwards on the node.
+	wg.Go(func() {
+		every := orDefault(sc.srv.KeepAliveInterval, 15*time.Second)
+		timeout := orDefault(sc.srv.KeepAliveTimeout, 15*time.Second)
+		if err := sshx.KeepAlive(sc.ctx, sc.conn, every, timeout); err != nil {
+			sc.cancel(fmt.Errorf("shadow lost: %w", err))
+		}
+	})
 	for nch := range chans {
 		if nch.ChannelType() != "direct-tcpip" {
 			sc.refuse(nch, ssh.Prohibited, fmt.Errorf("channel %.64q: a shadow may open direct-tcpip channels only", nch.ChannelType()))

@@ -39,8 +39,9 @@ type Gateway struct {
 }
 
 // Serve serves a gateway for site and auth on a local port, with a fresh
-// host key, until the test ends.
-func Serve(t testing.TB, site *gateway.Site, auth gateway.Authenticator) *Gateway {
+// host key, until the test ends; each of set is called with the server
+// before it starts.
+func Serve(t testing.TB, site *gateway.Site, auth gateway.Authenticator, set ...func(*gateway.Server)) *Gateway {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -59,6 +60,9 @@ func Serve(t testing.TB, site *gateway.Site, auth gateway.Authenticator) *Gatewa
 		Addr:       ln.Addr().String(),
 		HostKey:    signer.PublicKey(),
 		KnownHosts: filepath.Join(t.TempDir(), "gateway_known_hosts"),
+	}
+	for _, f := range set {
+		f(g.Server)
 	}
 	if err := os.WriteFile(g.KnownHosts, []byte(knownhosts.Line([]string{g.Addr}, g.HostKey)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
