@@ -40,7 +40,8 @@ type config struct {
 	metrics         string // host:port to serve /metrics on; "" for none
 	logFormat       string // "json" or "text"
 	logLevel        slog.Level
-	access          accessFlags // bastion, reconnection jitter
+	access          accessFlags  // bastion, reconnection jitter
+	gateway         gatewayFlags // a sluice gateway instead of the site
 
 	// forward
 	target tunnel.Target
@@ -106,6 +107,7 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 	fs.StringVar(&c.nodeFile, "node-file", "", "file naming the job's compute node, empty until it is known; read again every second (required)")
 	fs.Var(&raw.nodePort, "node-port", "`PORT` of the compute nodes' sshd")
 	fs.StringVar(&raw.metrics, "metrics", "", "ADDR:PORT to serve /metrics and /healthz on, ADDR an IP address or empty for all (default: no metrics)")
+	c.gateway.define(fs)
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&raw.level, "log-level", "info", "log level: debug, info, warn or error")
 	c.access.define(fs)
@@ -132,34 +134,14 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 // check fills c from raw and checks every flag, naming the flag that is
 // wrong.
 func (c *config) check(raw *rawFlags) error {
-	var errs []error
-	fail := func(flag string, err error) { errs = append(errs, fmt.Errorf("--%s: %w", flag, err)) }
-	required := func(flag, v string) bool {
-		if v == "" {
-			errs = append(errs, fmt.Errorf("--%s is required", flag))
-			return false
-		}
-		return true
-	}
+	var fe flagErrs
+	fail, required := fe.fail, fe.required
 
-	if required("login", raw.login) {
-		login, err := parseHostPort(raw.login, 22)
-		if err != nil {
-			fail("login", err)
-		}
-		c.login = login
+	if c.gateway.addr != "" {
+		fe = append(fe, c.checkGateway(raw)...)
+	} else {
+		fe = append(fe, c.checkSite(raw)...)
 	}
-	if required("user", c.user) {
-		if err := checkUser(c.user); err != nil {
-			fail("user", err)
-		}
-	}
-	if c.kerberos.keytab == "" {
-		required("key", c.keyFile)
-	}
-	errs = append(errs, c.kerberos.check()...)
-	required("login-known-hosts", c.loginKnownHosts)
-	required("node-known-hosts", c.nodeKnownHosts)
 	required("node-file", c.nodeFile)
 	c.nodePort = int(raw.nodePort)
 	if raw.metrics != "" {
@@ -176,14 +158,55 @@ func (c *config) check(raw *rawFlags) error {
 		fail("log-level", fmt.Errorf("%q: want debug, info, warn or error", raw.level))
 	}
 
-	errs = append(errs, c.access.check()...)
 	switch c.mode {
 	case modeForward:
-		errs = append(errs, c.checkForward(raw)...)
+		fe = append(fe, c.checkForward(raw)...)
 	case modeReverse:
-		errs = append(errs, c.checkReverse(raw)...)
+		fe = append(fe, c.checkReverse(raw)...)
 	}
-	return errors.Join(errs...)
+	return errors.Join(fe...)
+}
+
+// checkSite checks the flags of the way to the site's login node.
+func (c *config) checkSite(raw *rawFlags) []error {
+	var fe flagErrs
+	fail, required := fe.fail, fe.required
+	if required("login", raw.login) {
+		login, err := parseHostPort(raw.login, 22)
+		if err != nil {
+			fail("login", err)
+		}
+		c.login = login
+	}
+	if required("user", c.user) {
+		if err := checkUser(c.user); err != nil {
+			fail("user", err)
+		}
+	}
+	if c.kerberos.keytab == "" {
+		required("key", c.keyFile)
+	}
+	fe = append(fe, c.kerberos.check()...)
+	required("login-known-hosts", c.loginKnownHosts)
+	required("node-known-hosts", c.nodeKnownHosts)
+	return append(fe, c.access.check()...)
+}
+
+// flagErrs collects the errors of a command line, each naming its flag.
+type flagErrs []error
+
+func (fe *flagErrs) fail(flag string, err error) {
+	*fe = append(*fe, fmt.Errorf("--%s: %w", flag, err))
+}
+
+// required reports whether v, the value of flag, was given, and records
+// the error when not.
+func (fe *flagErrs) required(flag, v string) bool {
+	if v == "" {
+		*fe = append(*fe, fmt.Errorf("--%s is required", flag))
+		return false
+	}
+	return true
 }
 
 func (c *config) checkForward(raw *rawFlags) []error {

@@ -11,13 +11,17 @@
 //	    --login-known-hosts=FILE --node-known-hosts=FILE --node-file=FILE
 //	    --socket-dir=DIR|--socket-dir-file=FILE --forward=LISTENPORT=HOST:PORT [--forward=...]
 //	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
+//	sluice-tunnel forward|reverse --gateway=HOST:PORT --gateway-known-hosts=FILE
+//	    --token-file=FILE --node-file=FILE [the mode's other flags]
 //	sluice-tunnel version | --version
 //
 // forward listens on each of the job's ports and carries each connection to
 // the job's compute node; reverse holds one remote forward per endpoint on
 // the compute node, a unix socket rev-LISTENPORT.sock in the socket
 // directory, and dials HOST:PORT in the cluster for each connection. Both
-// follow the node named in the node file. A site that cannot be reached or
+// follow the node named in the node file. With --gateway, both connect to a
+// sluice gateway with the shadow's ServiceAccount token instead of to the
+// login node, and hold no site credential (docs/gateway.md). A site that cannot be reached or
 // a host key that does not match is logged and retried, never fatal.
 // --metrics serves /metrics (Prometheus), /status (the tunnel's state as
 // JSON), /healthz (200 while the process serves: the liveness probe) and
@@ -45,6 +49,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/sluice-hpc/sluice/internal/tunnel"
 )
 
 const (
@@ -113,7 +119,12 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 	if soft := setSoftMemoryLimit(); soft > 0 {
 		log.Info("soft memory limit set from the cgroup's", "bytes", soft)
 	}
-	hop, err := loadHop(c, log)
+	var hop *tunnel.Hop
+	if c.gateway.addr != "" {
+		hop, err = loadGatewayHop(c)
+	} else {
+		hop, err = loadHop(c, log)
+	}
 	if err != nil {
 		printErr(stderr, mode, err)
 		return exitUsage

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -176,16 +175,7 @@ func TestReverseRig(t *testing.T) {
 	checkOwner(t, sock, uid, 0o600)
 
 	payload := "hello from the job\n" + strings.Repeat("0123456789", 10000)
-	user := r.Get(t, "RIG_USER")
-	cmd := exec.Command("ip", "netns", "exec", nodeNetns,
-		"setpriv", "--reuid", user, "--regid", user, "--init-groups",
-		"socat", "-t", "10", "-", "UNIX-CONNECT:"+sock)
-	cmd.Stdin = strings.NewReader(payload)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("socat to %s as %s: %v", sock, user, err)
-	}
-	if string(out) != payload {
+	if out := throughSocket(t, r, sock, payload); out != payload {
 		t.Fatalf("echo through the reverse tunnel gave %d bytes; want the %d sent", len(out), len(payload))
 	}
 	if v := metric(t, metrics, `sluice_tunnel_connections_total\{mode="reverse",port="`+strconv.Itoa(listen)+`"\}`); v != 1 {

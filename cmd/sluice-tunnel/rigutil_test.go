@@ -329,3 +329,19 @@ func randomBytes(n int) []byte {
 	}
 	return b
 }
+
+// throughSocket sends payload through the unix socket sock on the node, as
+// the job user, half-closing after it, and returns what came back.
+func throughSocket(t *testing.T, r *testrig.Rig, sock, payload string) string {
+	t.Helper()
+	user := r.Get(t, "RIG_USER")
+	cmd := exec.Command("ip", "netns", "exec", nodeNetns,
+		"setpriv", "--reuid", user, "--regid", user, "--init-groups",
+		"socat", "-t", "10", "-", "UNIX-CONNECT:"+sock)
+	cmd.Stdin = strings.NewReader(payload)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("socat to %s as %s: %v", sock, user, err)
+	}
+	return string(out)
+}

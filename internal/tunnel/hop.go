@@ -44,11 +44,27 @@ type Hop struct {
 	BeforeLogin func(ctx context.Context) error
 	// Timeout bounds each connection and handshake. If zero, 20s.
 	Timeout time.Duration
+
+	// Gateway, when true, makes LoginAddr a sluice gateway
+	// (internal/gateway) instead of the login node: Login connects to it
+	// as GatewayUser with the password Token returns (the shadow's
+	// ServiceAccount token, read again at each connection), its host key
+	// checked by LoginHostKeys, and Node returns that same connection: the
+	// gateway reaches the pod's node itself. NodeHostKeys, User, Auth and
+	// GSSAPI are not used.
+	Gateway bool
+	Token   func() (string, error)
 }
+
+// GatewayUser is the user a shadow logs into the gateway as.
+const GatewayUser = "pod"
 
 // Login connects to the login node.
 func (h *Hop) Login(ctx context.Context) (*ssh.Client, error) {
-	if h.LoginHostKeys == nil || h.NodeHostKeys == nil {
+	switch {
+	case h.Gateway && (h.LoginHostKeys == nil || h.Token == nil):
+		return nil, errors.New("tunnel: the gateway's host key must be pinned and a token given")
+	case !h.Gateway && (h.LoginHostKeys == nil || h.NodeHostKeys == nil):
 		return nil, errors.New("tunnel: login and node host keys must both be pinned")
 	}
 	if h.BeforeLogin != nil {
@@ -71,6 +87,9 @@ func (h *Hop) Node(ctx context.Context, login *ssh.Client, node string) (*ssh.Cl
 	if err := CheckNode(node); err != nil {
 		return nil, err
 	}
+	if h.Gateway {
+		return login, nil
+	}
 	port := h.NodePort
 	if port == 0 {
 		port = 22
@@ -89,6 +108,15 @@ func (h *Hop) timeout() time.Duration {
 }
 
 func (h *Hop) config(keys ssh.HostKeyCallback, addr string, login bool) *ssh.ClientConfig {
+	if h.Gateway {
+		return &ssh.ClientConfig{
+			User:              GatewayUser,
+			Auth:              []ssh.AuthMethod{ssh.PasswordCallback(h.Token)},
+			HostKeyCallback:   keys,
+			HostKeyAlgorithms: sshx.HostKeyAlgorithms(keys, addr),
+			Timeout:           h.timeout(),
+		}
+	}
 	auth := h.Auth
 	if h.GSSAPI != nil {
 		host, _, _ := net.SplitHostPort(addr)

@@ -35,6 +35,9 @@ func (s *reverseState) session(ctx context.Context, node string, log *slog.Logge
 	}
 	client := ex.client
 	log.Info("ssh connected", "hop", "node", "via", ex.via())
+	if r.Hop.Gateway {
+		return s.gatewaySession(ctx, client, log, up)
+	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
@@ -201,7 +204,7 @@ func holderFailed(err error, stderr string) error {
 
 // readHolder reads the holder's output until it ends: held is closed at
 // its first holdLine, and the reason it gives for ending is returned.
-func readHolder(r io.Reader, held chan struct{}) string {
+func readHolder(r io.Reader, held chan<- struct{}) string {
 	sc := bufio.NewScanner(r)
 	first := true
 	for sc.Scan() {
@@ -226,30 +229,9 @@ func (s *reverseState) command(ctx context.Context, ex nodeExec, cmd string) (st
 
 // commandIn is command with stdin as the command's standard input.
 func (s *reverseState) commandIn(ctx context.Context, ex nodeExec, cmd string, stdin io.Reader) (string, error) {
-	sess, err := ex.client.NewSession()
-	if err != nil {
-		return "", err
-	}
-	defer sess.Close()
-	sess.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	sess.Stdout = &limitedBuffer{buf: &stdout, max: 64 << 10}
-	sess.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
 	ctx, cancel := context.WithTimeout(ctx, s.r.Hop.timeout())
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	defer stop()
-	err = sess.Run(ex.command(cmd))
-	if ctx.Err() != nil {
-		return "", context.Cause(ctx)
-	}
-	if err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return "", fmt.Errorf("%w: %s", err, msg)
-		}
-		return "", err
-	}
-	return stdout.String(), nil
+	return runNode(ctx, ex.client, ex.command(cmd), stdin)
 }
 
 // limitedBuffer keeps the first max bytes written to it and drops the rest.

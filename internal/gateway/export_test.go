@@ -1,0 +1,7 @@
+package gateway
+
+// For the tests of package gateway_test.
+var (
+	TestGrant = testGrant
+	ErrNoNode = errNoNode
+)
