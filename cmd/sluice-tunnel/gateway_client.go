@@ -24,13 +24,13 @@ type gatewayFlags struct {
 // defaultGatewayPort is the port of the gateway's SSH server.
 const defaultGatewayPort = 2222
 
-// maxTokenFile bounds the token read from --token-file.
+// maxTokenFile bounds the token read from --gateway-token.
 const maxTokenFile = 16 << 10
 
 func (g *gatewayFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&g.addr, "gateway", "", "a sluice gateway to tunnel through instead of the login node, HOST:PORT (PORT defaults to 2222); replaces every flag of the site's access (default: the login node)")
 	fs.StringVar(&g.knownHosts, "gateway-known-hosts", "", "known_hosts file pinning the gateway's host key (required with --gateway)")
-	fs.StringVar(&g.tokenFile, "token-file", "", "the shadow's projected ServiceAccount token, read again at each connection (required with --gateway)")
+	fs.StringVar(&g.tokenFile, "gateway-token", "", "the shadow's projected ServiceAccount token, read again at each connection (required with --gateway)")
 }
 
 // checkGateway checks the flags of a tunnel through a gateway: its own,
@@ -46,7 +46,7 @@ func (c *config) checkGateway(raw *rawFlags) []error {
 		errs = append(errs, errors.New("--gateway-known-hosts is required with --gateway"))
 	}
 	if c.gateway.tokenFile == "" {
-		errs = append(errs, errors.New("--token-file is required with --gateway"))
+		errs = append(errs, errors.New("--gateway-token is required with --gateway"))
 	}
 	site := map[string]bool{
 		"login": raw.login != "", "user": c.user != "", "key": c.keyFile != "",
@@ -83,7 +83,7 @@ func loadGatewayHop(c *config) (*tunnel.Hop, error) {
 		return nil, fmt.Errorf("--gateway-known-hosts: %w", err)
 	}
 	if _, err := readToken(c.gateway.tokenFile); err != nil {
-		return nil, fmt.Errorf("--token-file: %w", err)
+		return nil, fmt.Errorf("--gateway-token: %w", err)
 	}
 	if _, err := os.ReadFile(c.nodeFile); err != nil {
 		return nil, fmt.Errorf("--node-file: %w", err)

@@ -8,7 +8,7 @@ import (
 )
 
 func TestGatewayFlags(t *testing.T) {
-	gw := []string{"--gateway=gw.sluice:2222", "--gateway-known-hosts=/kh", "--token-file=/tok", "--node-file=/node"}
+	gw := []string{"--gateway=gw.sluice:2222", "--gateway-known-hosts=/kh", "--gateway-token=/tok", "--node-file=/node"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -16,9 +16,9 @@ func TestGatewayFlags(t *testing.T) {
 	}{
 		{"forward", append(gw, "--ports=8080"), ""},
 		{"reverse", append(gw, "--socket-dir=/run/s/u", "--forward=6379=redis:6379"), ""},
-		{"default port", []string{"--gateway=gw.sluice", "--gateway-known-hosts=/kh", "--token-file=/tok", "--node-file=/n", "--ports=1"}, ""},
-		{"no known hosts", []string{"--gateway=gw", "--token-file=/tok", "--node-file=/n", "--ports=1"}, "--gateway-known-hosts is required"},
-		{"no token", []string{"--gateway=gw", "--gateway-known-hosts=/kh", "--node-file=/n", "--ports=1"}, "--token-file is required"},
+		{"default port", []string{"--gateway=gw.sluice", "--gateway-known-hosts=/kh", "--gateway-token=/tok", "--node-file=/n", "--ports=1"}, ""},
+		{"no known hosts", []string{"--gateway=gw", "--gateway-token=/tok", "--node-file=/n", "--ports=1"}, "--gateway-known-hosts is required"},
+		{"no token", []string{"--gateway=gw", "--gateway-known-hosts=/kh", "--node-file=/n", "--ports=1"}, "--gateway-token is required"},
 		{"site flags", append(gw, "--ports=1", "--user=alice", "--key=/k", "--login=l"), "--login, --user, --key not allowed"},
 		{"target login", append(gw, "--ports=1", "--target=login"), "the gateway forwards to the node only"},
 		{"socks", append(gw, "--socket-dir=/run/s/u", "--socks-port=1080"), "not carried by the gateway yet"},

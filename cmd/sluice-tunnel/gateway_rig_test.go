@@ -38,7 +38,7 @@ func TestGatewayModeRig(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := gatewaytest.Serve(t, gatewaytest.RigSite(t, r, nil), gatewaytest.Grants{"the-token": grant})
-	gw := []string{"--gateway=" + g.Addr, "--gateway-known-hosts=" + g.KnownHosts, "--token-file=" + tokenFile,
+	gw := []string{"--gateway=" + g.Addr, "--gateway-known-hosts=" + g.KnownHosts, "--gateway-token=" + tokenFile,
 		"--node-file=" + writeNodeFile(t, r.Get(t, "RIG_NODE_NAME"))}
 
 	fwd := startTunnel(t, "forward", append(gw, "--ports="+strconv.Itoa(port), "--listen=127.0.0.2")...)

@@ -12,7 +12,7 @@
 //	    --socket-dir=DIR|--socket-dir-file=FILE --forward=LISTENPORT=HOST:PORT [--forward=...]
 //	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
 //	sluice-tunnel forward|reverse --gateway=HOST:PORT --gateway-known-hosts=FILE
-//	    --token-file=FILE --node-file=FILE [the mode's other flags]
+//	    --gateway-token=FILE --node-file=FILE [the mode's other flags]
 //	sluice-tunnel version | --version
 //
 // forward listens on each of the job's ports and carries each connection to
