@@ -12,8 +12,10 @@ RIG_PACKAGES=(
 )
 
 # RIG_PACKAGES_LEAN are installed without their recommends: MPICH's
-# (its headers, gfortran, autotools) are not needed to run mpiexec.
-RIG_PACKAGES_LEAN=(mpich)
+# (its headers, gfortran, autotools) are not needed to run mpiexec, nor
+# mmdebstrap's (emulators, fakechroot) to build a root as root.
+# mmdebstrap builds the second site's root (lib/site2_root.sh).
+RIG_PACKAGES_LEAN=(mpich mmdebstrap)
 
 package_installed() {
 	[[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
