@@ -236,6 +236,11 @@ site2_start() {
 # changed, or whose sshd override a test left, is restarted.
 site2_up() {
 	local start=${SECONDS} svc f
+	site2_root_build
+	if mountpoint -q "${SITE2_ROOT}" && ! site2_mounted; then
+		log "site2: the cached root changed: moving the site onto the new one"
+		site2_stop_services
+	fi
 	site2_mount
 	site2_net_ok || site2_net_up
 	site2_users
@@ -265,14 +270,18 @@ site2_up() {
 # namespaces, removes the namespaces and unmounts its root. The root's
 # upper layer (its state) and the cached root stay.
 site2_down() {
-	local i
-	for ((i = ${#SITE2_SERVICES[@]} - 1; i >= 0; i--)); do
-		service_stop "${SITE2_SERVICES[i]}"
-	done
+	site2_stop_services
 	site2_net_down
 	wait_reaped
 	site2_umount
 	log "site2: down"
+}
+
+site2_stop_services() {
+	local i
+	for ((i = ${#SITE2_SERVICES[@]} - 1; i >= 0; i--)); do
+		service_stop "${SITE2_SERVICES[i]}"
+	done
 }
 
 # site2_status: one line per service of the second site when it is asked

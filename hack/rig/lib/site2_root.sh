@@ -78,12 +78,22 @@ site2_mount() {
 		return 0
 	fi
 	site2_umount
-	local lower
+	local lower old
 	lower="$(site2_lower)"
 	if [[ "$(cat "${SITE2_DIR}/lower" 2>/dev/null || true)" != "${lower}" ]]; then
 		log "site2: new root ${lower}: starting from a clean upper layer"
 		rm -rf "${SITE2_DIR}/upper" "${SITE2_DIR}/work"
 	fi
+	# roots of other package lists go, unless a site (of another rig dir)
+	# still runs over one
+	local overlays
+	overlays="$(findmnt -n -t overlay -o OPTIONS 2>/dev/null || true)"
+	for old in "${SITE2_CACHE_DIR}/${SITE2_SUITE}"-*; do
+		if [[ -d "${old}" && "${old}" != "$(dirname "${lower}")" && "${overlays}" != *"lowerdir=${old}/root,"* ]]; then
+			log "site2: removing the old root ${old}"
+			rm -rf "${old}"
+		fi
+	done
 	install -d -m 0755 "${SITE2_DIR}" "${SITE2_DIR}/upper" "${SITE2_DIR}/work" "${SITE2_ROOT}"
 	printf '%s\n' "${lower}" >"${SITE2_DIR}/lower"
 	mount -t overlay sluice-site2 \
