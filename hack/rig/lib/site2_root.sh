@@ -2,11 +2,12 @@
 # shellcheck disable=SC2034 # constants read by the other files
 # The second site's root file system: Debian 13 (trixie: Slurm 24.11,
 # OpenSSH 10.0) from Debian's packages, built once with mmdebstrap into
-# /var/cache/sluice/trixie-<key>/root, the key a hash of the suite, the
+# ${SLUICE_TOOLS_CACHE:-/var/cache/sluice}/trixie-<key>/root (with the
+# tools of hack/tools/build.sh), the key a hash of the suite, the
 # package list and the build options (a change builds a new root). The site
 # runs in an overlay over it (lower: the cached root, read-only; upper: the
 # rig dir's site2/upper, so the cache is never written), with the host's
-# /proc, /sys and /dev bound in; its daemons are chrooted there.
+# /proc, /sys and /dev bound in; its daemons run there (lib/site2.sh).
 set -euo pipefail
 
 SITE2_SUITE=trixie
@@ -24,7 +25,7 @@ SITE2_MMDEBSTRAP_OPTS=(
 	--dpkgopt='path-exclude=/usr/share/doc/*'
 	--dpkgopt='path-exclude=/usr/share/locale/*'
 )
-SITE2_CACHE_DIR="${SLUICE_CACHE_DIR:-/var/cache/sluice}"
+SITE2_CACHE_DIR="${SLUICE_TOOLS_CACHE:-/var/cache/sluice}"
 SITE2_DIR="${RIG_DIR}/site2"
 SITE2_ROOT="${SITE2_DIR}/root"
 
