@@ -95,7 +95,11 @@ site2_mount() {
 			rm -rf "${old}"
 		fi
 	done
-	install -d -m 0755 "${SITE2_DIR}" "${SITE2_DIR}/upper" "${SITE2_DIR}/work" "${SITE2_ROOT}"
+	# root's only: the upper layer holds the site's files under the site's
+	# uids, which name other accounts on the host (trixie's munge is the
+	# host's messagebus), so the host's users must not reach it
+	install -d -m 0700 "${SITE2_DIR}"
+	install -d -m 0755 "${SITE2_DIR}/upper" "${SITE2_DIR}/work" "${SITE2_ROOT}"
 	printf '%s\n' "${lower}" >"${SITE2_DIR}/lower"
 	mount -t overlay sluice-site2 \
 		-o "lowerdir=${lower},upperdir=${SITE2_DIR}/upper,workdir=${SITE2_DIR}/work" "${SITE2_ROOT}"
