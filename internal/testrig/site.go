@@ -35,7 +35,8 @@ func isClusterKey(key string) bool {
 // RIG_DATA_ROOT… are the second site's; the cluster's keys (Redis, the API
 // server, the users and their keys) are shared; the first site's own (its
 // bastion, Kerberos realm) are absent. Paths are as the site sees them: see
-// HostPath. Without a second site (SLUICE_RIG_SITE2=0), the test is skipped,
+// HostPath. OverrideNodeSSHD and OverrideLoginSSHD set options of the
+// second site's sshds. Without a second site (SLUICE_RIG_SITE2=0), the test is skipped,
 // or failed in CI.
 func (r *Rig) Site2(t testing.TB) *Rig {
 	t.Helper()
@@ -53,7 +54,7 @@ func (r *Rig) Site2(t testing.TB) *Rig {
 			vars[k] = v
 		}
 	}
-	return &Rig{vars: vars}
+	return &Rig{vars: vars, svcPrefix: "site2-"}
 }
 
 // HostPath is where a file the site names p is found from the host: the

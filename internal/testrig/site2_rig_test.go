@@ -74,10 +74,48 @@ func TestRigSite2RunsAJob(t *testing.T) {
 	}
 }
 
+// An sshd override on the second site reaches its sshd, not the first
+// site's: with DenyUsers alice there, alice is refused at the second site's
+// login node and still let in at the first's.
+func TestRigSite2OverrideLoginSSHD(t *testing.T) {
+	r := Load(t)
+	s := r.Site2(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s.OverrideLoginSSHD(t, "DenyUsers "+s.Get(t, "RIG_USER")+"\n")
+
+	first := dialSite(ctx, t, r, nil, net.JoinHostPort(r.Get(t, "RIG_LOGIN_ADDR"), r.Get(t, "RIG_LOGIN_PORT")), "RIG_KNOWN_HOSTS")
+	if got := run(ctx, t, first, "echo ok"); got != "ok\n" {
+		t.Errorf("the first site's login node said %q; want ok", got)
+	}
+	addr := net.JoinHostPort(s.Get(t, "RIG_LOGIN_ADDR"), s.Get(t, "RIG_LOGIN_PORT"))
+	c, err := sshx.Dial(ctx, (&net.Dialer{}).DialContext, addr, clientConfig(t, s, "RIG_KNOWN_HOSTS", addr))
+	if err == nil {
+		c.Close()
+		t.Fatal("alice logged in to the second site's login node; want her refused by DenyUsers")
+	}
+	if !strings.Contains(err.Error(), "unable to authenticate") {
+		t.Errorf("login: %v; want an authentication failure", err)
+	}
+}
+
 // dialSite connects as the site's user with the rig's key, the host key
 // pinned by the known_hosts file that knownHostsKey names; through a hop
 // when dial is given.
 func dialSite(ctx context.Context, t *testing.T, s *Rig, dial sshx.DialFunc, addr, knownHostsKey string) *ssh.Client {
+	t.Helper()
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	c, err := sshx.Dial(ctx, dial, addr, clientConfig(t, s, knownHostsKey, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func clientConfig(t *testing.T, s *Rig, knownHostsKey, addr string) *ssh.ClientConfig {
 	t.Helper()
 	pem, err := os.ReadFile(s.Get(t, "RIG_KEY"))
 	if err != nil {
@@ -91,20 +129,12 @@ func dialSite(ctx context.Context, t *testing.T, s *Rig, dial sshx.DialFunc, add
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	c, err := sshx.Dial(ctx, dial, addr, &ssh.ClientConfig{
+	return &ssh.ClientConfig{
 		User:              s.Get(t, "RIG_USER"),
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyCallback:   check,
 		HostKeyAlgorithms: sshx.HostKeyAlgorithms(check, addr),
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // run runs cmd in a session of c and returns its output, failing the test

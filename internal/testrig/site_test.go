@@ -27,7 +27,11 @@ func TestSite2ShowsTheSecondSite(t *testing.T) {
 		"RIG_SSHD_NODE_OVERRIDE":  "/rig/etc/sshd_node.override.conf",
 		"RIG_SITE2_OTHER_SETTING": "x",
 	}}
-	got := r.Site2(t).vars
+	s := r.Site2(t)
+	if s.svcPrefix != "site2-" {
+		t.Errorf("Site2 restarts services named %q…; want site2-…", s.svcPrefix)
+	}
+	got := s.vars
 	want := map[string]string{
 		"RIG_DIR":           "/var/lib/sluice-rig",
 		"RIG_LOGIN_ADDR":    "10.251.21.2",
