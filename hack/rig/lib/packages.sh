@@ -8,14 +8,16 @@ RIG_PACKAGES=(
 	openssh-server openssh-client redis-server iproute2
 	charliecloud-runtime busybox-static shellcheck socat bubblewrap
 	curl openssl
+	# builds the second site's root (lib/site2_root.sh); its recommends
+	# (gpg, uidmap, arch-test, distro-info) are what it uses to fetch and
+	# check a suite
+	mmdebstrap
 	krb5-kdc krb5-admin-server krb5-user
 )
 
 # RIG_PACKAGES_LEAN are installed without their recommends: MPICH's
-# (its headers, gfortran, autotools) are not needed to run mpiexec, nor
-# mmdebstrap's (emulators, fakechroot) to build a root as root.
-# mmdebstrap builds the second site's root (lib/site2_root.sh).
-RIG_PACKAGES_LEAN=(mpich mmdebstrap)
+# (its headers, gfortran, autotools) are not needed to run mpiexec.
+RIG_PACKAGES_LEAN=(mpich)
 
 package_installed() {
 	[[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
