@@ -4,8 +4,8 @@
 # (lib/site2_root.sh), in its own namespaces (lib/site2_net.sh). Laid out
 # like the first: munged, MariaDB (the site's own), slurmdbd, slurmctld and
 # the login sshd in sluice2-login; slurmd (node1) and the node's sshd in
-# sluice2-node. Every daemon is chrooted into the site's root, so it runs
-# the trixie binaries with the site's own /etc: its munge key, slurm.conf,
+# sluice2-node. Every daemon runs with the site's root as its own (see
+# SITE2_ENTER), so it runs the trixie binaries with the site's own /etc: its munge key, slurm.conf,
 # accounts (alice and bob, with the host's uids and the rig's keys) and
 # host keys (kept in the rig's key dir, so they stay stable).
 set -euo pipefail
@@ -61,10 +61,22 @@ site2_key_line() {
 	printf '%s %s %s\n' "$1" "${type}" "${key}"
 }
 
+# site2_install USER MODE SRC DEST installs the host's file SRC as DEST in
+# the site, USER's. Paths the site's users own (homes, /tmp) are written by
+# a command run in the site's root, never through the host's path to it: a
+# link a user left there then points into the site, not at the host's files.
+site2_install() {
+	local user="$1" mode="$2" src="$3" dest="$4" stage=/run/sluice-rig-stage
+	install -d -m 0700 "${SITE2_ROOT}${stage}"
+	install -m 0600 "${src}" "${SITE2_ROOT}${stage}/file"
+	in_site2 install -m "${mode}" -o "${user}" -g "${user}" "${stage}/file" "${dest}"
+	rm -f "${SITE2_ROOT}${stage}/file"
+}
+
 # site2_users: alice and bob in the site's root, with the host's uids (the
 # same account on both sites) and the rig's keys.
 site2_users() {
-	local user uid gid home
+	local user uid gid
 	for user in "${RIG_USER}" "${RIG_OTHER_USER}"; do
 		uid="$(id -u "${user}")"
 		gid="$(id -g "${user}")"
@@ -72,13 +84,12 @@ site2_users() {
 		in_site2 getent passwd "${user}" >/dev/null ||
 			in_site2 useradd -u "${uid}" -g "${gid}" --create-home --shell /bin/bash "${user}"
 		[[ "$(in_site2 getent shadow "${user}" | cut -d: -f2)" == "*" ]] || in_site2 usermod -p '*' "${user}"
-		home="${SITE2_ROOT}/home/${user}"
-		install -d -m 0700 -o "${uid}" -g "${gid}" "${home}/.ssh"
-		install -m 0600 -o "${uid}" -g "${gid}" "$(user_key "${user}")" "${home}/.ssh/id_ed25519"
-		install -m 0600 -o "${uid}" -g "${gid}" "$(user_key "${user}").pub" "${home}/.ssh/authorized_keys"
+		in_site2 install -d -m 0700 -o "${user}" -g "${user}" "/home/${user}/.ssh"
+		site2_install "${user}" 0600 "$(user_key "${user}")" "/home/${user}/.ssh/id_ed25519"
+		site2_install "${user}" 0600 "$(user_key "${user}").pub" "/home/${user}/.ssh/authorized_keys"
 	done
-	install -d -m 0700 -o "$(id -u "${RIG_USER}")" -g "$(id -g "${RIG_USER}")" "${SITE2_ROOT}/home/${RIG_USER}/.sluice"
-	install -d -m 1777 "${SITE2_ROOT}${SOCKET_DIR_ROOT}"
+	in_site2 install -d -m 0700 -o "${RIG_USER}" -g "${RIG_USER}" "/home/${RIG_USER}/.sluice"
+	in_site2 install -d -m 1777 "${SOCKET_DIR_ROOT}"
 	local hosts
 	hosts="$(printf '127.0.0.1 localhost\n127.0.1.1 %s\n%s login\n%s %s' \
 		"$(hostname -s)" "${SITE2_LOGIN_ADDR}" "${SITE2_NODE_ADDR}" "${NODE_NAME}")"
@@ -137,8 +148,7 @@ site2_known_hosts() {
 	mv -f "${SITE2_KNOWN_HOSTS_FILE}.tmp" "${SITE2_KNOWN_HOSTS_FILE}"
 	mv -f "${SITE2_NODE_KNOWN_HOSTS_FILE}.tmp" "${SITE2_NODE_KNOWN_HOSTS_FILE}"
 	# alice on the login node reaches the node with its key pinned
-	install -m 0644 -o "$(id -u "${RIG_USER}")" -g "$(id -g "${RIG_USER}")" \
-		"${SITE2_NODE_KNOWN_HOSTS_FILE}" "${SITE2_ROOT}/home/${RIG_USER}/.ssh/known_hosts"
+	site2_install "${RIG_USER}" 0644 "${SITE2_NODE_KNOWN_HOSTS_FILE}" "/home/${RIG_USER}/.ssh/known_hosts"
 }
 
 site2_db_pass() { rig_secret site2_slurmdb.pass; }
