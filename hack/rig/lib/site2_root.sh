@@ -14,7 +14,7 @@ SITE2_SUITE=trixie
 SITE2_MIRROR=http://deb.debian.org/debian
 SITE2_PACKAGES=(
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server
-	openssh-server openssh-client procps charliecloud-runtime
+	openssh-server openssh-client procps charliecloud-runtime mpich
 )
 # no recommends, no manuals, documentation or translations: a smaller root,
 # built faster
