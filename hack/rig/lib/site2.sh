@@ -262,9 +262,9 @@ site2_up() {
 			SITE2_CHANGED+=("${svc}")
 		fi
 	done
-	local left=("${SITE2_CHANGED[@]}")
+	local overridden=("${SITE2_CHANGED[@]}")
 	site2_prepare
-	for svc in "${left[@]}" "${SITE2_CHANGED[@]}"; do
+	for svc in "${overridden[@]}" "${SITE2_CHANGED[@]}"; do
 		if service_pid "${svc}" >/dev/null; then
 			log "${svc}: config changed"
 			service_stop "${svc}"
