@@ -9,13 +9,21 @@
 #   rig.sh up                       start everything (idempotent); the node
 #                                   unless SLUICE_RIG_NODE=0
 #   rig.sh up node                  start the node only (the rest must be up)
-#   rig.sh down                     stop everything it started (the node too),
-#                                   remove the network
+#   rig.sh up site2                 start the second site only (Slurm 24.11,
+#                                   OpenSSH 10.0; the rig's users and image
+#                                   must be there); `up` starts it unless
+#                                   SLUICE_RIG_SITE2=0
+#   rig.sh down                     stop everything it started (the node and
+#                                   the second site too), remove the network
+#   rig.sh down site2               stop the second site only
 #   rig.sh status                   one line per service; non-zero if anything is down
 #   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
 #                                   kdc sshd-login sshd-node sshd-bastion redis etcd kube-apiserver
 #                                   kube-controller-manager kube-scheduler
 #                                   containerd kubelet kube-proxy
+#                                   site2-munge site2-mariadb site2-slurmdbd
+#                                   site2-slurmctld site2-slurmd
+#                                   site2-sshd-login site2-sshd-node
 #
 # State lives in ${SLUICE_RIG_DIR:-/var/lib/sluice-rig}. See README.md.
 set -euo pipefail
@@ -56,6 +64,12 @@ source "${RIG_SRC_DIR}/lib/node.sh"
 source "${RIG_SRC_DIR}/lib/node_image.sh"
 # shellcheck source=lib/cluster.sh
 source "${RIG_SRC_DIR}/lib/cluster.sh"
+# shellcheck source=lib/site2_root.sh
+source "${RIG_SRC_DIR}/lib/site2_root.sh"
+# shellcheck source=lib/site2_net.sh
+source "${RIG_SRC_DIR}/lib/site2_net.sh"
+# shellcheck source=lib/site2.sh
+source "${RIG_SRC_DIR}/lib/site2.sh"
 # shellcheck source=lib/env.sh
 source "${RIG_SRC_DIR}/lib/env.sh"
 # shellcheck source=lib/services.sh
@@ -63,11 +77,14 @@ source "${RIG_SRC_DIR}/lib/services.sh"
 
 usage() {
 	cat >&2 <<'USAGE'
-usage: rig.sh up [node] | down | status | start|stop|restart SERVICE
+usage: rig.sh up [node|site2] | down [site2] | status | start|stop|restart SERVICE
   SERVICE: munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion
            redis etcd kube-apiserver kube-controller-manager kube-scheduler
            containerd kubelet kube-proxy
+           site2-munge site2-mariadb site2-slurmdbd site2-slurmctld site2-slurmd
+           site2-sshd-login site2-sshd-node
   SLUICE_RIG_NODE=0 rig.sh up leaves the node (containerd, kubelet, kube-proxy) out
+  SLUICE_RIG_SITE2=0 rig.sh up leaves the second site out
 USAGE
 	exit 2
 }
@@ -107,6 +124,9 @@ cmd_up() {
 	if node_enabled; then
 		node_up
 	fi
+	if site2_enabled; then
+		site2_up
+	fi
 	env_write
 	log "up in $((SECONDS - start))s"
 }
@@ -120,7 +140,22 @@ cmd_up_node() {
 	log "node up in $((SECONDS - start))s"
 }
 
+# cmd_up_site2 starts the second site alone, beside a rig that is up (it
+# takes the rig's users, keys and image).
+cmd_up_site2() {
+	[[ -f "$(user_key "${RIG_USER}").pub" && -d "${RIG_IMAGE_DIR}" ]] ||
+		die "site2: the rig's users and image are missing (run rig.sh up)"
+	site2_up
+	env_replace RIG_SITE2_ site2_env_lines
+}
+
+cmd_down_site2() {
+	site2_down
+	env_replace RIG_SITE2_
+}
+
 cmd_down() {
+	site2_down
 	services_down
 	bastion_net_down
 	net_down
@@ -134,8 +169,9 @@ main() {
 	local cmd="$1"
 	shift
 	case "${cmd}" in
-	up) [[ $# -eq 0 || ($# -eq 1 && "$1" == node) ]] || usage ;;
-	down | status) [[ $# -eq 0 ]] || usage ;;
+	up) [[ $# -eq 0 || ($# -eq 1 && ("$1" == node || "$1" == site2)) ]] || usage ;;
+	down) [[ $# -eq 0 || ($# -eq 1 && "$1" == site2) ]] || usage ;;
+	status) [[ $# -eq 0 ]] || usage ;;
 	start | stop | restart)
 		[[ $# -eq 1 ]] || usage
 		svc_comm "$1" >/dev/null
@@ -151,8 +187,14 @@ main() {
 	rig_dirs
 	lock
 	case "${cmd}" in
-	up) if [[ $# -eq 1 ]]; then cmd_up_node; else cmd_up; fi ;;
-	down) cmd_down ;;
+	up)
+		case "${1:-}" in
+		node) cmd_up_node ;;
+		site2) cmd_up_site2 ;;
+		*) cmd_up ;;
+		esac
+		;;
+	down) if [[ $# -eq 1 ]]; then cmd_down_site2; else cmd_down; fi ;;
 	start) service_start "$1" ;;
 	stop) service_stop "$1" ;;
 	restart) service_restart "$1" ;;

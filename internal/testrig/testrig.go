@@ -31,6 +31,9 @@ import (
 // Rig is the running rig, as rig.env describes it.
 type Rig struct {
 	vars map[string]string
+	// svcPrefix names the site's services for rig.sh: "" on the first
+	// site, "site2-" on the second.
+	svcPrefix string
 }
 
 // Load reads rig.env, or skips (fails in CI) the test when the rig is not up.
@@ -147,6 +150,7 @@ func (r *Rig) overrideSSHD(t testing.TB, svc, file, options string) {
 	if err := os.WriteFile(file, []byte(options), 0o644); err != nil {
 		t.Fatalf("sshd override: %v", err)
 	}
+	svc = r.svcPrefix + svc
 	r.Ctl(t, "restart", svc)
 	t.Cleanup(func() {
 		if err := os.WriteFile(file, nil, 0o644); err != nil {

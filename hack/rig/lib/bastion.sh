@@ -136,16 +136,7 @@ bastion_env_lines() {
 # bastion_env_add puts the bastion's lines into an existing rig.env (for
 # `rig.sh start sshd-bastion` on a rig that is up; `up` writes them with the
 # rest), leaving every other line as it is.
-bastion_env_add() {
-	local file="${RIG_DIR}/rig.env"
-	[[ -f "${file}" ]] || return 0
-	{
-		grep -v '^RIG_BASTION_' "${file}" || true
-		bastion_env_lines
-	} >"${file}.tmp"
-	chmod 0644 "${file}.tmp"
-	mv -f "${file}.tmp" "${file}"
-}
+bastion_env_add() { env_replace RIG_BASTION_ bastion_env_lines; }
 
 # bastion_restart_changed: for up, a running bastion sshd whose config
 # changed (or whose override a test left) is stopped, to be started again.

@@ -43,8 +43,25 @@ env_write() {
 			printf 'RIG_K8S_BUSYBOX_IMAGE=%s\n' "${NODE_BUSYBOX_IMAGE}"
 			printf 'RIG_K8S_CLUSTER_DNS=%s\n' "${NODE_CLUSTER_DNS}"
 		fi
+		if site2_enabled || service_pid site2-sshd-login >/dev/null; then
+			site2_env_lines
+		fi
 	} >"${file}.tmp"
 	chmod 0644 "${file}.tmp"
 	mv -f "${file}.tmp" "${file}"
 	log "env: ${file}"
+}
+
+# env_replace PREFIX [FUNC]: in an existing rig.env, the lines of keys
+# starting with PREFIX become FUNC's output (none without FUNC); every other
+# line stays as it is. For parts started or stopped on a rig that is up.
+env_replace() {
+	local prefix="$1" func="${2:-}" file="${RIG_DIR}/rig.env"
+	[[ -f "${file}" ]] || return 0
+	{
+		grep -v "^${prefix}" "${file}" || true
+		[[ -z "${func}" ]] || "${func}"
+	} >"${file}.tmp"
+	chmod 0644 "${file}.tmp"
+	mv -f "${file}.tmp" "${file}"
 }

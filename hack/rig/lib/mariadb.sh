@@ -9,8 +9,11 @@ MARIADB_PORT=3306
 SLURM_DB=slurm_acct_db
 SLURM_DB_USER=slurm
 
-slurm_db_pass() {
-	local file="${RIG_KEY_DIR}/slurmdb.pass"
+slurm_db_pass() { rig_secret slurmdb.pass; }
+
+# rig_secret NAME: a password kept in the key dir, made on first use.
+rig_secret() {
+	local file="${RIG_KEY_DIR}/$1"
 	if [[ ! -s "${file}" ]]; then
 		(umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=\n' >"${file}")
 	fi
@@ -37,15 +40,15 @@ mariadb_start() {
 		--bind-address=127.0.0.1 --port="${MARIADB_PORT}" --skip-name-resolve \
 		--skip-log-bin --innodb-buffer-pool-size=64M --innodb-lock-wait-timeout=900
 	wait_until 60 "mariadb to answer" mariadb_answers || { tail_log mariadb; die "mariadb does not answer"; }
-	mariadb_grant
+	mariadb_sql "$(mariadb_grant_sql "$(slurm_db_pass)")" >/dev/null
 }
 
-# mariadb_grant makes the slurm database and its user (password in the key dir).
-mariadb_grant() {
-	local pass
-	pass="$(slurm_db_pass)"
-	mariadb_sql "CREATE DATABASE IF NOT EXISTS ${SLURM_DB};
+# mariadb_grant_sql PASSWORD: the SQL that makes the slurm database and its
+# user.
+mariadb_grant_sql() {
+	local pass="$1"
+	printf '%s\n' "CREATE DATABASE IF NOT EXISTS ${SLURM_DB};
 CREATE USER IF NOT EXISTS '${SLURM_DB_USER}'@'127.0.0.1' IDENTIFIED BY '${pass}';
 ALTER USER '${SLURM_DB_USER}'@'127.0.0.1' IDENTIFIED BY '${pass}';
-GRANT ALL ON ${SLURM_DB}.* TO '${SLURM_DB_USER}'@'127.0.0.1';" >/dev/null
+GRANT ALL ON ${SLURM_DB}.* TO '${SLURM_DB_USER}'@'127.0.0.1';"
 }

@@ -19,6 +19,30 @@ link_exists() {
 	fi
 }
 
+# ns_ip NS ARGS...: ip in namespace NS, or in the host's when NS is empty.
+ns_ip() {
+	local ns="$1"
+	shift
+	if [[ -z "${ns}" ]]; then
+		ip "$@"
+	else
+		ip -n "${ns}" "$@"
+	fi
+}
+
+# veth_up NS_A DEV_A ADDR_A NS_B DEV_B ADDR_B: a veth pair between two
+# namespaces ("" is the host's), each end with its /24 address, up.
+veth_up() {
+	local ns_a="$1" dev_a="$2" addr_a="$3" ns_b="$4" dev_b="$5" addr_b="$6"
+	if ! link_exists "${ns_a}" "${dev_a}"; then
+		ns_ip "${ns_a}" link add "${dev_a}" type veth peer name "${dev_b}" netns "${ns_b:-1}"
+	fi
+	ns_ip "${ns_a}" addr replace "${addr_a}/24" dev "${dev_a}"
+	ns_ip "${ns_a}" link set "${dev_a}" up
+	ns_ip "${ns_b}" addr replace "${addr_b}/24" dev "${dev_b}"
+	ns_ip "${ns_b}" link set "${dev_b}" up
+}
+
 net_up() {
 	local ns
 	for ns in "${NS_LOGIN}" "${NS_NODE}"; do
@@ -33,21 +57,8 @@ net_up() {
 	# instead, 8443:kubernetes.default.svc.cluster.local:443).
 	in_netns_sysctl "${NS_NODE}" net.ipv4.ip_unprivileged_port_start=0
 
-	if ! link_exists "" "${VETH_HOST}"; then
-		ip link add "${VETH_HOST}" type veth peer name "${VETH_LOGIN_UP}" netns "${NS_LOGIN}"
-	fi
-	ip addr replace "${HOST_ADDR}/24" dev "${VETH_HOST}"
-	ip link set "${VETH_HOST}" up
-	ip -n "${NS_LOGIN}" addr replace "${LOGIN_ADDR}/24" dev "${VETH_LOGIN_UP}"
-	ip -n "${NS_LOGIN}" link set "${VETH_LOGIN_UP}" up
-
-	if ! link_exists "${NS_LOGIN}" "${VETH_LOGIN_DOWN}"; then
-		ip -n "${NS_LOGIN}" link add "${VETH_LOGIN_DOWN}" type veth peer name "${VETH_NODE}" netns "${NS_NODE}"
-	fi
-	ip -n "${NS_LOGIN}" addr replace "${LOGIN_NODE_SIDE_ADDR}/24" dev "${VETH_LOGIN_DOWN}"
-	ip -n "${NS_LOGIN}" link set "${VETH_LOGIN_DOWN}" up
-	ip -n "${NS_NODE}" addr replace "${NODE_ADDR}/24" dev "${VETH_NODE}"
-	ip -n "${NS_NODE}" link set "${VETH_NODE}" up
+	veth_up "" "${VETH_HOST}" "${HOST_ADDR}" "${NS_LOGIN}" "${VETH_LOGIN_UP}" "${LOGIN_ADDR}"
+	veth_up "${NS_LOGIN}" "${VETH_LOGIN_DOWN}" "${LOGIN_NODE_SIDE_ADDR}" "${NS_NODE}" "${VETH_NODE}" "${NODE_ADDR}"
 
 	ip addr replace "${EXT_ADDR}/32" dev lo
 

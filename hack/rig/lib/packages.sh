@@ -8,6 +8,10 @@ RIG_PACKAGES=(
 	openssh-server openssh-client redis-server iproute2
 	charliecloud-runtime busybox-static shellcheck socat bubblewrap
 	curl openssl
+	# builds the second site's root (lib/site2_root.sh); its recommends
+	# (gpg, uidmap, arch-test, distro-info) are what it uses to fetch and
+	# check a suite
+	mmdebstrap
 	krb5-kdc krb5-admin-server krb5-user
 )
 

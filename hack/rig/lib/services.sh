@@ -4,7 +4,8 @@ set -euo pipefail
 
 RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion redis "${KUBE_SERVICES[@]}")
 # the node's (lib/node.sh) are started only when asked, and always stopped
-ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}")
+# and the second site's (lib/site2.sh) are started by its own up
+ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}" "${SITE2_SERVICES[@]}")
 
 # svc_comm SERVICE: the daemon's command name, checked against its PID.
 svc_comm() {
@@ -19,6 +20,7 @@ svc_comm() {
 	kube-apiserver | kube-controller-manager | kube-scheduler) printf kube ;;
 	containerd) printf containerd ;;
 	kubelet | kube-proxy) printf kube ;;
+	site2-*) site2_comm "$1" || die "unknown service $1 (one of: ${ALL_SERVICES[*]})" ;;
 	*) die "unknown service $1 (one of: ${ALL_SERVICES[*]})" ;;
 	esac
 }
@@ -27,6 +29,7 @@ svc_needs_net() {
 	case "$1" in
 	munge | etcd | containerd) return 1 ;;
 	kube-controller-manager | kube-scheduler) return 1 ;;
+	site2-*) return 1 ;; # the second site's own network, checked by site2_start
 	esac
 }
 
@@ -56,6 +59,7 @@ service_start() {
 	redis) redis_start ;;
 	containerd | kubelet | kube-proxy) node_start "${svc}" ;;
 	etcd | kube-*) kube_start "${svc}" ;;
+	site2-*) site2_start "${svc}" ;;
 	esac
 	log "${svc}: started (pid $(service_pid "${svc}"))"
 }
@@ -121,10 +125,11 @@ services_down() {
 	done
 }
 
-# services_status prints one line per service and fails if any is down.
-services_status() {
+# service_lines SERVICE...: one status line per service; non-zero if any is
+# down.
+service_lines() {
 	local svc pid rc=0
-	for svc in "${RIG_SERVICES[@]}"; do
+	for svc in "$@"; do
 		if pid="$(service_pid "${svc}")"; then
 			printf '%-23s running (pid %s)\n' "${svc}" "${pid}"
 		else
@@ -132,6 +137,13 @@ services_status() {
 			rc=1
 		fi
 	done
+	return "${rc}"
+}
+
+# services_status prints one line per service and fails if any is down.
+services_status() {
+	local rc=0
+	service_lines "${RIG_SERVICES[@]}" || rc=1
 	if net_ok; then
 		printf '%-23s up (%s %s, %s %s)\n' network "${NS_LOGIN}" "${LOGIN_ADDR}" "${NS_NODE}" "${NODE_ADDR}"
 	else
@@ -140,5 +152,6 @@ services_status() {
 	fi
 	kube_status || rc=1
 	node_status || rc=1
+	site2_status || rc=1
 	return "${rc}"
 }

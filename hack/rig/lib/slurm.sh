@@ -27,7 +27,7 @@ slurm_prepare() {
 		NODE_NAME="${NODE_NAME}" NODE_ADDR="${NODE_ADDR}"; then
 		SLURM_CONF_CHANGED=0
 	fi
-	slurm_gpu_files
+	slurm_gpu_files "${SLURM_STATE_DIR}/gpu"
 	if render "${RIG_SRC_DIR}/conf/gres.conf.in" "${RIG_CONF_DIR}/gres.conf" 0644 \
 		NODE_NAME="${NODE_NAME}" GPU_DIR="${SLURM_STATE_DIR}/gpu"; then
 		SLURM_CONF_CHANGED=0
@@ -45,10 +45,10 @@ slurm_prepare() {
 	ln -sfn "${RIG_CONF_DIR}/slurmdbd.conf" "${SLURMDBD_CONF}"
 }
 
-# slurm_gpu_files makes the stand-ins of the node's two GPU device files
-# (gres.conf): character devices 1:3, as /dev/null.
+# slurm_gpu_files DIR makes the stand-ins of the node's two GPU device
+# files (gres.conf): character devices 1:3, as /dev/null.
 slurm_gpu_files() {
-	local dir="${SLURM_STATE_DIR}/gpu" i
+	local dir="$1" i
 	install -d -m 0755 "${dir}"
 	for i in 0 1; do
 		if [[ ! -c "${dir}/nvidia${i}" ]]; then
