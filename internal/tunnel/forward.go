@@ -249,8 +249,10 @@ func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener
 		}
 		pause = 5 * time.Millisecond
 		if !b.conns.take() {
-			conn.Close()
+			// Counted before the close, so that whoever sees the
+			// close finds it counted.
 			f.Metrics.Refused(RefusedLimit)
+			conn.Close()
 			if first, unlogged := b.refusals.event(time.Now()); first {
 				log.Warn("forward connection limit reached: connections refused",
 					"port", port, "max_conns", b.maxConns, "unlogged_before", unlogged)
