@@ -141,7 +141,8 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 			return exitUsage
 		}
 		if err := serveGateway(ctx, c, g, log); err != nil {
-			log.Error("gateway failed to start", "err", err)
+			// An address taken at start, or the listener failing later.
+			log.Error("gateway failed", "err", err)
 			return exitFailed
 		}
 		return 0
