@@ -124,6 +124,9 @@ func TestGatewayServeRig(t *testing.T) {
 	fwd = startTunnel(t, modeForward, client(token, other)...)
 	waitFor(t, 10*time.Second, "the forward listening", func() bool { return fwd.count("forward listening", nil) == 1 })
 	refusedEcho(t, net.JoinHostPort("127.0.0.2", strconv.Itoa(other)))
+	waitFor(t, 10*time.Second, "the gateway refusing the port", func() bool {
+		return gw.count("refused", map[string]string{"err": "direct-tcpip", "pod": "web"}) > 0
+	})
 	fwd.stop()
 	wrong := filepath.Join(tmp, "wrong-token")
 	writeFile(t, wrong, testrig.PodToken(t, c, webShadow, "https://kubernetes.default.svc.cluster.local"))
