@@ -21,6 +21,7 @@ import (
 const (
 	modeForward = "forward"
 	modeReverse = "reverse"
+	modeGateway = "gateway" // serves shadows, not one tunnel
 )
 
 // config is a tunnel's command line, parsed and checked, before any file is
@@ -42,6 +43,7 @@ type config struct {
 	logLevel        slog.Level
 	access          accessFlags  // bastion, reconnection jitter
 	gateway         gatewayFlags // a sluice gateway instead of the site
+	serve           serveFlags   // the gateway's own, in modeGateway
 
 	// forward
 	target tunnel.Target
@@ -65,7 +67,7 @@ type config struct {
 // configuration and the job check SocketDirRoot against.
 const maxSocketPath = sitepath.MaxSocketPath
 
-// parseArgs parses the flags of mode (modeForward or modeReverse) and checks
+// parseArgs parses the flags of mode (modeForward, modeReverse or modeGateway) and checks
 // them. It returns flag.ErrHelp for -h and --help.
 func parseArgs(mode string, args []string) (*config, error) {
 	c := &config{mode: mode, nodePort: 22}
@@ -104,14 +106,20 @@ func flagSet(mode string, c *config, out io.Writer) (*flag.FlagSet, *rawFlags) {
 	c.kerberos.define(fs)
 	fs.StringVar(&c.loginKnownHosts, "login-known-hosts", "", "known_hosts file pinning the login node's host key (required)")
 	fs.StringVar(&c.nodeKnownHosts, "node-known-hosts", "", "known_hosts file pinning the compute nodes' host keys (required)")
-	fs.StringVar(&c.nodeFile, "node-file", "", "file naming the job's compute node, empty until it is known; read again every second (required)")
 	fs.Var(&raw.nodePort, "node-port", "`PORT` of the compute nodes' sshd")
 	fs.StringVar(&raw.metrics, "metrics", "", "ADDR:PORT to serve /metrics and /healthz on, ADDR an IP address or empty for all (default: no metrics)")
-	c.gateway.define(fs)
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&raw.level, "log-level", "info", "log level: debug, info, warn or error")
 	c.access.define(fs)
+	if mode != modeGateway {
+		// A tunnel follows its one job's node; the gateway each shadow's
+		// grant, and it is never a gateway's client.
+		fs.StringVar(&c.nodeFile, "node-file", "", "file naming the job's compute node, empty until it is known; read again every second (required)")
+		c.gateway.define(fs)
+	}
 	switch mode {
+	case modeGateway:
+		c.serve.define(fs)
 	case modeForward:
 		fs.StringVar(&raw.target, "target", string(tunnel.TargetNode), "where the ports are dialed: node (the node's sshd dials its loopback) or login (the login node dials NODE:PORT)")
 		fs.Var(&raw.ports, "ports", "the job's TCP ports to forward, `P[,P...]` (required)")
@@ -137,12 +145,17 @@ func (c *config) check(raw *rawFlags) error {
 	var fe flagErrs
 	fail, required := fe.fail, fe.required
 
-	if c.gateway.addr != "" {
-		fe = append(fe, c.checkGateway(raw)...)
-	} else {
+	switch {
+	case c.mode == modeGateway:
 		fe = append(fe, c.checkSite(raw)...)
+		fe = append(fe, c.serve.check()...)
+	case c.gateway.addr != "":
+		fe = append(fe, c.checkGateway(raw)...)
+		required("node-file", c.nodeFile)
+	default:
+		fe = append(fe, c.checkSite(raw)...)
+		required("node-file", c.nodeFile)
 	}
-	required("node-file", c.nodeFile)
 	c.nodePort = int(raw.nodePort)
 	if raw.metrics != "" {
 		addr, err := parseListenAddr(raw.metrics)

@@ -57,9 +57,12 @@ func loadHop(c *config, log *slog.Logger) (*tunnel.Hop, error) {
 		errs = append(errs, fmt.Errorf("--node-known-hosts: %w", err))
 	}
 	// The node file's content changes with the job (and is checked each
-	// time it is read); the file itself must be there from the start.
-	if _, err := os.ReadFile(c.nodeFile); err != nil {
-		errs = append(errs, fmt.Errorf("--node-file: %w", err))
+	// time it is read); the file itself must be there from the start. The
+	// gateway has none: each shadow's grant names its node.
+	if c.mode != modeGateway {
+		if _, err := os.ReadFile(c.nodeFile); err != nil {
+			errs = append(errs, fmt.Errorf("--node-file: %w", err))
+		}
 	}
 	var methods []ssh.AuthMethod
 	if auth != nil {

@@ -13,6 +13,9 @@
 //	    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
 //	sluice-tunnel forward|reverse --gateway=HOST:PORT --gateway-known-hosts=FILE
 //	    --gateway-token=FILE --node-file=FILE [the mode's other flags]
+//	sluice-tunnel gateway --host-key=FILE --node=NAME --credentials-namespace=NS
+//	    [the site's access flags, as forward's] [--listen=:2222] [--kubeconfig=FILE]
+//	    [--tenant-namespace=NS] [--trusted-namespaces=NS,...] [--metrics=ADDR:PORT]
 //	sluice-tunnel version | --version
 //
 // forward listens on each of the job's ports and carries each connection to
@@ -21,7 +24,9 @@
 // directory, and dials HOST:PORT in the cluster for each connection. Both
 // follow the node named in the node file. With --gateway, both connect to a
 // sluice gateway with the shadow's ServiceAccount token instead of to the
-// login node, and hold no site credential (docs/gateway.md). A site that cannot be reached or
+// login node, and hold no site credential (docs/gateway.md); gateway is
+// that gateway, holding the site's access for every shadow of a virtual
+// node. A site that cannot be reached or
 // a host key that does not match is logged and retried, never fatal.
 // --metrics serves /metrics (Prometheus), /status (the tunnel's state as
 // JSON), /healthz (200 while the process serves: the liveness probe) and
@@ -84,7 +89,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
-	case modeForward, modeReverse:
+	case modeForward, modeReverse, modeGateway:
 		return runMode(ctx, cmd, args[1:], stdout, stderr)
 	case "hold":
 		// The container of a shadow that has only kept init containers:
@@ -129,6 +134,19 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 		printErr(stderr, mode, err)
 		return exitUsage
 	}
+	if mode == modeGateway {
+		g, err := loadGateway(c, hop, log)
+		if err != nil {
+			printErr(stderr, mode, err)
+			return exitUsage
+		}
+		if err := serveGateway(ctx, c, g, log); err != nil {
+			// An address taken at start, or the listener failing later.
+			log.Error("gateway failed", "err", err)
+			return exitFailed
+		}
+		return 0
+	}
 	if err := run(ctx, c, hop, log); err != nil {
 		log.Error("tunnel failed to start", "err", err)
 		return exitFailed
@@ -145,15 +163,16 @@ func printErr(w io.Writer, mode string, err error) {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: sluice-tunnel forward|reverse [flags]
+	fmt.Fprint(w, `usage: sluice-tunnel forward|reverse|gateway [flags]
        sluice-tunnel hold | version
 
   forward  listen on the job's ports and carry each connection to its compute node
   reverse  hold the job's endpoint sockets on its compute node and dial them in the cluster
+  gateway  serve the shadows of a virtual node, each its own pod's tunnels, over shared site connections
   hold     do nothing until stopped (the shadow of a pod with only kept init containers)
   version  print the version
 
-Run 'sluice-tunnel forward -h' or 'sluice-tunnel reverse -h' for the flags.
+Run 'sluice-tunnel MODE -h' (forward, reverse or gateway) for the flags.
 
 Exit status: 0 stopped by SIGTERM or SIGINT; 1 could not start (an address
 cannot be listened on); 2 usage or configuration error.
@@ -172,6 +191,18 @@ Listens on each port and carries each connection over SSH through the login
 node to the job's compute node (named in --node-file, followed as it changes):
 with --entry-dir-file, through the job's relay, which passes it only to a
 listener of the job's user.
+
+`)
+	case modeGateway:
+		fmt.Fprint(w, `usage: sluice-tunnel gateway --host-key=FILE --node=NAME --credentials-namespace=NS
+    --login=HOST:PORT --user=U --key=FILE --login-known-hosts=FILE --node-known-hosts=FILE
+    [--listen=:2222] [--kubeconfig=FILE] [--tenant-namespace=NS] [--trusted-namespaces=NS,...]
+    [--node-port=22] [--metrics=ADDR:PORT] [--log-format=json|text] [--log-level=info]
+
+Serves the shadows of a virtual node (SPEC S14): each logs in with its
+pod-bound ServiceAccount token, which the API server reviews, and may carry
+only its own pod's tunnels, over one SSH connection to the login node and
+one to each compute node with tunnelled jobs, which the gateway holds.
 
 `)
 	case modeReverse:

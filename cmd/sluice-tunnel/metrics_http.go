@@ -34,9 +34,16 @@ func newRegistry() *prometheus.Registry {
 // retried; restarting it would not help), and /readyz (the readiness
 // probe, readyHandler).
 func metricsHandler(reg *prometheus.Registry, status *tunnel.Status) http.Handler {
-	mux := http.NewServeMux()
+	mux := healthMux(reg)
 	mux.Handle("GET /status", status)
 	mux.Handle("GET /readyz", readyHandler(status.Snapshot))
+	return mux
+}
+
+// healthMux serves /metrics from reg and /healthz, the part of
+// metricsHandler the gateway serves too.
+func healthMux(reg *prometheus.Registry) *http.ServeMux {
+	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -74,15 +81,15 @@ type metricsServer struct {
 	log *slog.Logger
 }
 
-// listenMetrics binds addr for the metrics of reg.
-func listenMetrics(addr string, reg *prometheus.Registry, status *tunnel.Status, log *slog.Logger) (*metricsServer, error) {
+// listenMetrics binds addr for h, the metrics of the tunnel or the gateway.
+func listenMetrics(addr string, h http.Handler, log *slog.Logger) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return &metricsServer{
 		srv: &http.Server{
-			Handler:           metricsHandler(reg, status),
+			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			WriteTimeout:      30 * time.Second,

@@ -115,8 +115,15 @@ func (p *tunnelProc) running() bool {
 	}
 }
 
-// stop sends SIGTERM and checks that the process exits with status 0.
+// stop sends SIGTERM and checks that the tunnel exits with status 0.
 func (p *tunnelProc) stop() {
+	p.t.Helper()
+	p.stopLogging("tunnel stopped")
+}
+
+// stopLogging sends SIGTERM and checks that the process exits with status
+// 0, having logged last.
+func (p *tunnelProc) stopLogging(last string) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		p.t.Fatalf("SIGTERM: %v", err)
@@ -129,8 +136,8 @@ func (p *tunnelProc) stop() {
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		p.t.Errorf("exit status after SIGTERM %d; want 0", code)
 	}
-	if p.count("tunnel stopped", nil) != 1 {
-		p.t.Error("no \"tunnel stopped\" log line")
+	if p.count(last, nil) != 1 {
+		p.t.Errorf("no %q log line", last)
 	}
 }
 

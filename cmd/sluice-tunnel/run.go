@@ -25,7 +25,7 @@ func run(ctx context.Context, c *config, hop *tunnel.Hop, log *slog.Logger) erro
 	if c.metrics != "" {
 		reg := newRegistry()
 		metrics = tunnel.NewMetrics(reg, c.mode)
-		srv, err := listenMetrics(c.metrics, reg, status, log)
+		srv, err := listenMetrics(c.metrics, metricsHandler(reg, status), log)
 		if err != nil {
 			return err
 		}

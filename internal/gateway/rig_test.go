@@ -30,7 +30,6 @@ import (
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 	appsv1 "k8s.io/api/apps/v1"
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +94,7 @@ func TestRigTokenAuthenticator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := a.Authenticate(ctx, podToken(t, c, webShadow, Audience))
+	g, err := a.Authenticate(ctx, testrig.PodToken(t, c, webShadow, Audience))
 	if err != nil {
 		t.Fatalf("Authenticate the web shadow's token: %v", err)
 	}
@@ -109,7 +108,7 @@ func TestRigTokenAuthenticator(t *testing.T) {
 		t.Errorf("web's grant:\n got %+v\nwant %+v", *g, want)
 	}
 	// Another shadow's token carries that shadow's pod, never web's.
-	if g, err := a.Authenticate(ctx, podToken(t, c, dbShadow, Audience)); err != nil || g.Pod.Name != "db" || g.Node != "" || len(g.SocketNames) != 0 {
+	if g, err := a.Authenticate(ctx, testrig.PodToken(t, c, dbShadow, Audience)); err != nil || g.Pod.Name != "db" || g.Node != "" || len(g.SocketNames) != 0 {
 		t.Errorf("db's token: %+v, %v; want db's grant, no node yet, no socket", g, err)
 	}
 
@@ -131,11 +130,11 @@ func TestRigTokenAuthenticator(t *testing.T) {
 	lbls := maps.Clone(webShadow.Labels)
 	delete(lbls, appsv1.DefaultDeploymentUniqueLabelKey)
 	stray := barePod(t, c, shadowNS, "stray", rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), lbls)
-	refused("a pod no shadow made, in a trusted namespace", podToken(t, c, stray, Audience), "no ReplicaSet controls it")
-	refused("the web shadow's token for another audience", podToken(t, c, webShadow, "https://kubernetes.default.svc.cluster.local"), "is invalid for the target audiences")
+	refused("a pod no shadow made, in a trusted namespace", testrig.PodToken(t, c, stray, Audience), "no ReplicaSet controls it")
+	refused("the web shadow's token for another audience", testrig.PodToken(t, c, webShadow, "https://kubernetes.default.svc.cluster.local"), "is invalid for the target audiences")
 
 	remade := barePod(t, c, shadowNS, "remade", rig.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), lbls)
-	tok := podToken(t, c, remade, Audience)
+	tok := testrig.PodToken(t, c, remade, Audience)
 	if err := c.CoreV1().Pods(shadowNS).Delete(ctx, remade.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +146,10 @@ func TestRigTokenAuthenticator(t *testing.T) {
 	// The web shadow's token with its times moved: signed again with the
 	// rig's key, it is accepted while it lives and refused once expired.
 	now := time.Now()
-	if _, err := a.Authenticate(ctx, resigned(t, rig, podToken(t, c, webShadow, Audience), now.Add(-time.Minute), now.Add(5*time.Minute))); err != nil {
+	if _, err := a.Authenticate(ctx, resigned(t, rig, testrig.PodToken(t, c, webShadow, Audience), now.Add(-time.Minute), now.Add(5*time.Minute))); err != nil {
 		t.Errorf("the web shadow's token signed again, unexpired: %v", err)
 	}
-	refused("an expired token", resigned(t, rig, podToken(t, c, webShadow, Audience), now.Add(-2*time.Hour), now.Add(-time.Hour)), "has expired")
+	refused("an expired token", resigned(t, rig, testrig.PodToken(t, c, webShadow, Audience), now.Add(-2*time.Hour), now.Add(-time.Hour)), "has expired")
 
 	// A pod with all of the db shadow's labels: its ReplicaSet adopts it,
 	// then deletes one of its two pods (a finalizer keeps this one
@@ -161,7 +160,7 @@ func TestRigTokenAuthenticator(t *testing.T) {
 		p, err := c.CoreV1().Pods(shadowNS).Get(ctx, adopted.Name, metav1.GetOptions{})
 		return err != nil || metav1.GetControllerOf(p) != nil
 	})
-	_, err = a.Authenticate(ctx, podToken(t, c, adopted, Audience))
+	_, err = a.Authenticate(ctx, testrig.PodToken(t, c, adopted, Audience))
 	t.Logf("a pod adopted by the db shadow's ReplicaSet: %v", err)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "does not run its shadow's spec") && !strings.Contains(err.Error(), "being deleted") && !strings.Contains(err.Error(), "is gone") {
 		t.Errorf("a pod adopted by the db shadow's ReplicaSet: %v; want refused", err)
@@ -180,7 +179,7 @@ func TestRigTokenAuthenticator(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitServiceAccount(t, c, look)
-	refused("a look-alike shadow in a namespace sluice did not create", podToken(t, c, waitShadowPod(t, c, look, d.Name), Audience), "is not trusted: sluice did not create it")
+	refused("a look-alike shadow in a namespace sluice did not create", testrig.PodToken(t, c, waitShadowPod(t, c, look, d.Name), Audience), "is not trusted: sluice did not create it")
 }
 
 // offloaded is a pod of ns with port 8080 and, if forwards is set, a
@@ -274,24 +273,6 @@ func barePod(t *testing.T, c kubernetes.Interface, ns, name, image string, lbls 
 	return p
 }
 
-// podToken asks the TokenRequest API for a token of pod's ServiceAccount,
-// bound to pod, for audience.
-func podToken(t *testing.T, c kubernetes.Interface, pod *corev1.Pod, audience string) string {
-	t.Helper()
-	seconds := int64(600)
-	tr, err := c.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(context.Background(), serviceAccount(pod.Spec.ServiceAccountName), &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{
-			Audiences:         []string{audience},
-			ExpirationSeconds: &seconds,
-			BoundObjectRef:    &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token of pod %s/%s: %v", pod.Namespace, pod.Name, err)
-	}
-	return tr.Status.Token
-}
-
 // resigned is token with its times moved (issued at iat, expiring at exp),
 // signed again with the rig's service-account key: a token the API server
 // would have made with those times, such as an expired one (TokenRequest
@@ -350,7 +331,7 @@ func storm(t *testing.T, a *TokenAuthenticator, reviews *atomic.Int32, c kuberne
 	t.Helper()
 	tokens := make([]string, 100)
 	for i := range tokens {
-		tokens[i] = podToken(t, c, shadow, Audience)
+		tokens[i] = testrig.PodToken(t, c, shadow, Audience)
 	}
 	for round := 1; round <= 2; round++ {
 		before, start := reviews.Load(), time.Now()

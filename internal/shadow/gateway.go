@@ -32,14 +32,16 @@ func (s Spec) gatewayOn() bool { return s.GatewayAddress != "" }
 
 // gatewayArgs are the flags both tunnel commands start with through the
 // gateway, instead of commonArgs' site login: the gateway, the token to
-// prove the shadow with, and the node file.
+// prove the shadow with, and the node file. The pacing of reconnections
+// to the login node is not among them: the gateway holds those
+// connections, and the client refuses --reconnect-spread with --gateway.
 func (s Spec) gatewayArgs() []string {
-	return append([]string{
+	return []string{
 		"--gateway=" + s.GatewayAddress,
 		"--gateway-token=" + path.Join(mountGatewayToken, keyGatewayToken),
 		"--gateway-known-hosts=" + path.Join(mountGatewayHosts, keyKnownHosts),
 		"--node-file=" + path.Join(mountNode, NodeKey),
-	}, s.pacingArgs()...)
+	}
 }
 
 func gatewayMounts() []corev1.VolumeMount {

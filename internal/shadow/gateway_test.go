@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,10 @@ func throughGateway() Spec {
 func TestGatewayBuild(t *testing.T) {
 	pod := webPod()
 	pod.Annotations[annotations.ReverseSocksPort] = "1080"
-	objs, err := throughGateway().Build(pod)
+	// Pacing is the gateway's: a shadow through it passes none.
+	gw := throughGateway()
+	gw.ReconnectSpread = 200 * time.Millisecond
+	objs, err := gw.Build(pod)
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -40,7 +44,7 @@ func TestGatewayBuild(t *testing.T) {
 			"--node-file=/etc/sluice/node/node",
 		})
 		for _, a := range c.Args {
-			for _, site := range []string{"--login", "--user", "--key", "--certificate", "--keytab", "--bastion", "--node-known-hosts"} {
+			for _, site := range []string{"--login", "--user", "--key", "--certificate", "--keytab", "--bastion", "--node-known-hosts", "--reconnect-spread", "--tunnels-file"} {
 				if strings.HasPrefix(a, site) {
 					t.Errorf("%s passes %s through the gateway", name, a)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,4 +59,26 @@ func DeleteNamespaceAtEnd(t testing.TB, c kubernetes.Interface, ns string) {
 			t.Errorf("delete namespace %s: %v", ns, err)
 		}
 	})
+}
+
+// PodToken asks the TokenRequest API for a token of pod's ServiceAccount,
+// bound to pod, for audience, as the kubelet projects one into it.
+func PodToken(t testing.TB, c kubernetes.Interface, pod *corev1.Pod, audience string) string {
+	t.Helper()
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	seconds := int64(600)
+	tr, err := c.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(context.Background(), sa, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{
+			Audiences:         []string{audience},
+			ExpirationSeconds: &seconds,
+			BoundObjectRef:    &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token of pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	return tr.Status.Token
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/kubeconfig"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -57,7 +58,7 @@ func RunElected(ctx context.Context, cfg *config.Config, opts Options, el Electi
 	}
 	client := el.Client
 	if client == nil {
-		rc, err := restConfig(opts.Kubeconfig)
+		rc, err := kubeconfig.Load(opts.Kubeconfig)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/kubeconfig"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
@@ -31,8 +32,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -83,7 +82,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	ctx = vkslog.WithContext(ctx, log)
 	vklog.L = vkslog.New(log.With("component", "virtual-kubelet"))
 
-	rc, err := restConfig(opts.Kubeconfig)
+	rc, err := kubeconfig.Load(opts.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -271,22 +270,6 @@ func waitAll(done chan error, n int, first error) error {
 		}
 	}
 	return first
-}
-
-// restConfig loads the kubeconfig file, or the in-cluster configuration.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		rc, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (or set --kubeconfig): %w", err)
-		}
-		return rc, nil
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	return rc, nil
 }
 
 // healthCheck is the site's health check: one keepalive round trip on the

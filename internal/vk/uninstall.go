@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/kubeconfig"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -130,10 +131,10 @@ func (u Uninstall) waitNone(ctx context.Context, what string, count func() (int,
 	}
 }
 
-// Client is a client of the API server from kubeconfig, or the in-cluster
-// configuration when kubeconfig is empty, as sluice-vk's own.
-func Client(kubeconfig string) (kubernetes.Interface, error) {
-	rc, err := restConfig(kubeconfig)
+// Client is a client of the API server from the kubeconfig file, or the
+// in-cluster configuration when file is empty, as sluice-vk's own.
+func Client(file string) (kubernetes.Interface, error) {
+	rc, err := kubeconfig.Load(file)
 	if err != nil {
 		return nil, err
 	}
