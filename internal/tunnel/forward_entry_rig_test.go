@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,11 +34,11 @@ func TestForwardEntryRig(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(dir, uidOf(t, alice), -1); err != nil {
+	if err := os.Chown(dir, testrig.UID(t, alice), -1); err != nil {
 		t.Fatal(err)
 	}
 	addr := netip.AddrFrom4([4]byte{127, byte(16 + rand.IntN(230)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
-	startAsOnNode(t, alice, relayBinary(t), "--addr", addr.String(), "--dir", dir, "--forward")
+	startAsOnNode(t, alice, testrig.RelayBinary(t), "--addr", addr.String(), "--dir", dir, "--forward")
 	waitFor(t, 10*time.Second, "relay ready", func() bool {
 		_, err := os.Stat(filepath.Join(dir, jobrelay.ReadyFile))
 		return err == nil
@@ -82,7 +80,7 @@ func TestForwardEntryRig(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("port %d, bob's only: got %d bytes (%.20q); want none", only, len(got), got)
 	}
-	want := fmt.Sprintf("listener 127.0.0.1:%d owned by uid %d, not the job's uid %d", only, uidOf(t, bob), uidOf(t, alice))
+	want := fmt.Sprintf("listener 127.0.0.1:%d owned by uid %d, not the job's uid %d", only, testrig.UID(t, bob), testrig.UID(t, alice))
 	waitFor(t, 5*time.Second, "the refusal logged", func() bool { return rec.logged("forward dial failed: connection refused", want) })
 	if n := testutil.ToFloat64(f.Metrics.refused.WithLabelValues(RefusedDial)); n != 1 {
 		t.Errorf("refused{reason=%q} = %v; want 1", RefusedDial, n)
@@ -104,37 +102,4 @@ func (h *logRecorder) logged(msg, sub string) bool {
 		}
 	}
 	return false
-}
-
-func uidOf(t *testing.T, name string) int {
-	t.Helper()
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return uid
-}
-
-// relayBinary builds sluice-relay where the rig's users can run it.
-func relayBinary(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sluice-relay-bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "sluice-relay")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/sluice-hpc/sluice/cmd/sluice-relay")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the relay: %v\n%s", err, out)
-	}
-	return bin
 }
