@@ -110,6 +110,9 @@ func (g *GrantSource) Grant(ctx context.Context, pod PodRef, sa string) (*Grant,
 		Shadow:       PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 		ForwardPorts: carried.ForwardPorts,
 		SocksPort:    carried.SocksPort,
+		// As the job is made: a relay for reverse forwards, none for a
+		// SOCKS proxy alone (slurm.NewReverseJob).
+		Relayed: len(carried.ReversePorts) > 0,
 	}
 	for _, port := range carried.ReversePorts {
 		grant.SocketNames = append(grant.SocketNames, relay.SocketName(uint16(port)))

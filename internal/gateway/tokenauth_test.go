@@ -42,6 +42,7 @@ func TestAuthenticateGrantsFromSluiceRecords(t *testing.T) {
 		ForwardPorts: []int32{8080, 9090},
 		SocketNames:  []string{"rev-6379.sock", "rev-5432.sock", "rev-1080.sock"},
 		SocksPort:    1080,
+		Relayed:      true,
 	}
 	if !reflect.DeepEqual(g, want) {
 		t.Errorf("grant:\n got %+v\nwant %+v", g, want)
