@@ -37,6 +37,10 @@ func dialEntry(ctx context.Context, node *ssh.Client, g *Grant, port int32) (net
 	if g.SocketDir == "" {
 		return nil, fmt.Errorf("forward to port %d: the pod's socket directory is not known yet", port)
 	}
+	// The relay answers within its own bounds (the connect and the accept
+	// it waits for); a relay that does not must not hold the channel's slot.
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
 	entry := path.Join(g.SocketDir, relay.ForwardSocket)
 	c, err := node.DialContext(ctx, "unix", entry)
 	if err != nil {
