@@ -293,6 +293,13 @@ func sameSpec(got, want *corev1.PodSpec) string {
 	if !apiequality.Semantic.DeepEqual(got.Volumes, want.Volumes) {
 		return "its volumes differ"
 	}
+	// Shared namespaces let the pod's other containers (kept ones, the
+	// tenant's code) or the node's processes read the token through /proc.
+	if !apiequality.Semantic.DeepEqual(
+		[]any{got.ShareProcessNamespace, got.HostPID, got.HostIPC, got.HostNetwork},
+		[]any{want.ShareProcessNamespace, want.HostPID, want.HostIPC, want.HostNetwork}) {
+		return "it shares namespaces the shadow's does not"
+	}
 	// A template has none: one added (kubectl debug) may mount the
 	// pod's volumes, the token's among them.
 	if n := len(got.EphemeralContainers); n > 0 {

@@ -160,6 +160,17 @@ func TestAuthenticateRefuses(t *testing.T) {
 				Name: "debug", Image: "busybox", Command: steal.Command}}}
 			return w.token("ephemeral", w.updateShadow(), "default")
 		}, "1 ephemeral containers"},
+		{"shadow pod sharing its process namespace", nil, func(w *world) string {
+			// A kept container could then read the tunnels' token
+			// through /proc.
+			yes := true
+			w.shadow.Spec.ShareProcessNamespace = &yes
+			return w.token("pidns", w.updateShadow(), "default")
+		}, "shares namespaces the shadow's does not"},
+		{"shadow pod on the host's network", nil, func(w *world) string {
+			w.shadow.Spec.HostNetwork = true
+			return w.token("hostnet", w.updateShadow(), "default")
+		}, "shares namespaces the shadow's does not"},
 		{"shadow of another node", func(s *ShadowScope) { s.Node = "hpc-b" }, func(w *world) string {
 			return w.token("node", w.shadow, "default")
 		}, `label sluice.io/node is "hpc-a"`},
