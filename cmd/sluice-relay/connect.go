@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/pipe"
+	"github.com/sluice-hpc/sluice/internal/relay"
 )
 
-// exitRefused is --connect's status when nothing listens at the address.
+// exitRefused is --connect's status when nothing listens at the address,
+// or only another user's listener does.
 const exitRefused = 4
 
 // connectTimeout bounds --connect's dial.
@@ -38,8 +40,11 @@ func connectAddr(s string) (string, error) {
 // connection's far side ends connect, whether in ended or not: srun passes
 // on the end of a task's output only when the task exits, so a relay
 // waiting for the end of its input would hold the client, which waits for
-// the end of the server's answer. It returns the exit status.
-func connect(ctx context.Context, addr string, in io.Reader, out io.Writer, stderr io.Writer) int {
+// the end of the server's answer. Nothing passes until the socket that
+// accepted the connection is found to be uid's, the job user's: another
+// user of the node may hold the port on its loopback. It returns the exit
+// status.
+func connect(ctx context.Context, addr string, uid uint32, in io.Reader, out io.Writer, stderr io.Writer) int {
 	d := net.Dialer{Timeout: connectTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -50,6 +55,10 @@ func connect(ctx context.Context, addr string, in io.Reader, out io.Writer, stde
 		return exitRefused
 	}
 	defer conn.Close()
+	if err := relay.CheckAccepted(ctx, conn.(*net.TCPConn), uid); err != nil {
+		fmt.Fprintln(stderr, "sluice-relay:", err)
+		return exitRefused
+	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	up := make(chan error, 1)

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +51,7 @@ func TestConnectCarriesBothWays(t *testing.T) {
 	})
 	var out bytes.Buffer
 	var stderr strings.Builder
-	code := connect(context.Background(), addr, strings.NewReader("hello"), &out, &stderr)
+	code := connect(context.Background(), addr, me, strings.NewReader("hello"), &out, &stderr)
 	if code != 0 || out.String() != "got hello" {
 		t.Errorf("got exit %d, stdout %q (stderr %q); want 0 and %q", code, out.String(), stderr.String(), "got hello")
 	}
@@ -63,7 +65,7 @@ func TestConnectRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	var stderr strings.Builder
-	code := connect(context.Background(), addr, strings.NewReader(""), io.Discard, &stderr)
+	code := connect(context.Background(), addr, me, strings.NewReader(""), io.Discard, &stderr)
 	if code != exitRefused || !strings.Contains(stderr.String(), "refused") {
 		t.Errorf("got exit %d, %q; want %d and the refusal", code, stderr.String(), exitRefused)
 	}
@@ -83,7 +85,7 @@ func TestConnectEndsWithTheServer(t *testing.T) {
 	go w.Write([]byte("GET"))
 	var out bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- connect(context.Background(), addr, in, &out, io.Discard) }()
+	go func() { done <- connect(context.Background(), addr, me, in, &out, io.Discard) }()
 	select {
 	case code := <-done:
 		if code != 0 || out.String() != "answer to GET" {
@@ -112,4 +114,34 @@ func serveOnce(t *testing.T, handle func(net.Conn)) string {
 		handle(c)
 	}()
 	return ln.Addr().String()
+}
+
+// me is the test's uid, the job's for connect.
+var me = uint32(os.Getuid())
+
+// TestConnectRefusesAnotherUsersListener: a listener on the node's
+// loopback that is not the job user's (another user of a shared node bound
+// the port first) gets none of the stream: connect refuses, naming the
+// owner, before it passes a byte.
+func TestConnectRefusesAnotherUsersListener(t *testing.T) {
+	got := make(chan []byte, 1)
+	addr := serveOnce(t, func(c net.Conn) {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(c)
+		got <- b
+		c.Write([]byte("from another user"))
+	})
+	var out bytes.Buffer
+	var stderr strings.Builder
+	code := connect(context.Background(), addr, me+1, strings.NewReader("the job's secret"), &out, &stderr)
+	want := fmt.Sprintf("accepted by uid %d, not the job's uid %d", me, me+1)
+	if code != exitRefused || !strings.Contains(stderr.String(), want) {
+		t.Errorf("got exit %d, %q; want %d, saying %q", code, stderr.String(), exitRefused, want)
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout got %q from a listener not the job's", out.String())
+	}
+	if b := <-got; len(b) != 0 {
+		t.Errorf("the listener not the job's got %q", b)
+	}
 }

@@ -29,7 +29,7 @@
 //	1  failed: the socket directory is unusable or the readiness file cannot be written
 //	2  usage: a flag is missing or malformed
 //	3  a port is taken (the message names it); nothing was served
-//	4  --connect: nothing listens at the address
+//	4  --connect: nothing listens at the address, or only another user does
 package main
 
 import (
@@ -100,7 +100,7 @@ func main() {
 			os.Exit(exitUsage)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := connect(ctx, a, os.Stdin, os.Stdout, os.Stderr)
+		code := connect(ctx, a, uint32(os.Getuid()), os.Stdin, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}
@@ -134,7 +134,7 @@ the parent is gone.
 
 Exit status: 0 stopped (parent gone, SIGTERM or SIGINT);
 1 failed (socket directory unusable, readiness file not written);
-2 usage; 3 a port is taken; 4 (--connect) nothing listens there.
+2 usage; 3 a port is taken; 4 (--connect) nothing listens there, or another user does.
 
 `)
 	flag.PrintDefaults()

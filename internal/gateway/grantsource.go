@@ -110,6 +110,9 @@ func (g *GrantSource) Grant(ctx context.Context, pod PodRef, sa string) (*Grant,
 		Shadow:       PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 		ForwardPorts: carried.ForwardPorts,
 		SocksPort:    carried.SocksPort,
+		// As the job is made: a relay for reverse forwards, none for a
+		// SOCKS proxy alone (slurm.NewReverseJob).
+		Relayed: len(carried.ReversePorts) > 0,
 	}
 	for _, port := range carried.ReversePorts {
 		grant.SocketNames = append(grant.SocketNames, relay.SocketName(uint16(port)))
@@ -290,6 +293,18 @@ func sameSpec(got, want *corev1.PodSpec) string {
 	if !apiequality.Semantic.DeepEqual(got.Volumes, want.Volumes) {
 		return "its volumes differ"
 	}
+	// Shared namespaces let the pod's other containers (kept ones, the
+	// tenant's code) or the node's processes read the token through /proc.
+	if !apiequality.Semantic.DeepEqual(
+		[]any{got.ShareProcessNamespace, got.HostPID, got.HostIPC, got.HostNetwork},
+		[]any{want.ShareProcessNamespace, want.HostPID, want.HostIPC, want.HostNetwork}) {
+		return "it shares namespaces the shadow's does not"
+	}
+	// A template has none: one added (kubectl debug) may mount the
+	// pod's volumes, the token's among them.
+	if n := len(got.EphemeralContainers); n > 0 {
+		return fmt.Sprintf("it has %d ephemeral containers", n)
+	}
 	return ""
 }
 
@@ -301,8 +316,11 @@ func sameContainers(kind string, got, want []corev1.Container) string {
 		g, w := &got[i], &want[i]
 		same := g.Name == w.Name && g.Image == w.Image && g.WorkingDir == w.WorkingDir &&
 			apiequality.Semantic.DeepEqual(
-				[]any{g.Command, g.Args, g.Env, g.EnvFrom, g.VolumeMounts, g.VolumeDevices, g.SecurityContext},
-				[]any{w.Command, w.Args, w.Env, w.EnvFrom, w.VolumeMounts, w.VolumeDevices, w.SecurityContext})
+				// Hooks and exec probes run commands beside the token too.
+				[]any{g.Command, g.Args, g.Env, g.EnvFrom, g.VolumeMounts, g.VolumeDevices, g.SecurityContext,
+					g.Lifecycle, g.LivenessProbe, g.ReadinessProbe, g.StartupProbe},
+				[]any{w.Command, w.Args, w.Env, w.EnvFrom, w.VolumeMounts, w.VolumeDevices, w.SecurityContext,
+					w.Lifecycle, w.LivenessProbe, w.ReadinessProbe, w.StartupProbe})
 		if !same {
 			return fmt.Sprintf("%s %s is not the shadow's %s", kind, g.Name, w.Name)
 		}

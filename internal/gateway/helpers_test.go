@@ -203,3 +203,14 @@ func (w *world) strayPod(name string, labels map[string]string) *corev1.Pod {
 	}
 	return p
 }
+
+// updateShadow writes the changes made to w.shadow and returns it.
+func (w *world) updateShadow() *corev1.Pod {
+	w.t.Helper()
+	p, err := w.client.CoreV1().Pods(w.shadow.Namespace).Update(context.Background(), w.shadow, metav1.UpdateOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.shadow = p
+	return p
+}

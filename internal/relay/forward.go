@@ -156,17 +156,41 @@ func (r *Relay) jobListener(port uint16, what string) (netip.AddrPort, *refusal)
 // the connect may have gone and another user's taken the address since:
 // the accepted socket is what receives the bytes.
 func (r *Relay) checkAccepted(ctx context.Context, c *net.TCPConn, what string) *refusal {
+	return awaitAccepted(ctx, r.owners, c, r.cfg.UID, what)
+}
+
+// CheckAccepted waits until the listener c connected to has accepted it and
+// checks that the socket holding its end is uid's, for a connection made
+// without the relay's listener lookup (sluice-relay --connect): whoever
+// listens on the node's loopback may be another user. It returns an error
+// saying why otherwise; nothing must be written to c before.
+func CheckAccepted(ctx context.Context, c *net.TCPConn, uid uint32) error {
+	// The probe finds the lookup the kernel answers, as Listen does.
+	probe, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return fmt.Errorf("probe owner lookup: %w", err)
+	}
+	owners, _ := DetectOwners(probe.Addr().(*net.TCPAddr).AddrPort())
+	probe.Close()
+	if rf := awaitAccepted(ctx, owners, c, uid, "connect"); rf != nil {
+		return rf
+	}
+	return nil
+}
+
+// awaitAccepted is checkAccepted with owners and uid given.
+func awaitAccepted(ctx context.Context, owners Owners, c *net.TCPConn, uid uint32, what string) *refusal {
 	local, remote := c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort()
 	deadline := time.Now().Add(acceptTimeout)
 	delay := 20 * time.Microsecond
 	for {
 		// The job's end has remote as its local address.
-		uid, err := r.owners.Owner(remote, local)
+		owner, err := owners.Owner(remote, local)
 		switch {
-		case err == nil && uid == r.cfg.UID:
+		case err == nil && owner == uid:
 			return nil
 		case err == nil:
-			return refuse(forwardOwner, "%s: connection to %v accepted by uid %d, not the job's uid %d", what, remote, uid, r.cfg.UID)
+			return refuse(forwardOwner, "%s: connection to %v accepted by uid %d, not the job's uid %d", what, remote, owner, uid)
 		case !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrNoSocket):
 			return refuse(lookupFailed, "%s: owner of the accepted connection: %v", what, err)
 		case time.Now().After(deadline):

@@ -3,6 +3,8 @@
 package tunnel
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +13,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +29,8 @@ import (
 // forward entry, and a forward that goes through it. bob, another user of
 // the node, serves zeros on 127.0.0.1 on both of the pod's ports; the job
 // listens on its own address on the first. The first port reaches the
-// job's echo; the second is refused with the relay's reason, naming bob.
+// job's echo; the second is refused with the relay's reason, naming bob,
+// and so is the relay's --connect (the srun carrier) to it.
 func TestForwardEntryRig(t *testing.T) {
 	r := testrig.Load(t)
 	alice, bob := r.Get(t, "RIG_USER"), r.Get(t, "RIG_OTHER_USER")
@@ -36,11 +38,12 @@ func TestForwardEntryRig(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(dir, uidOf(t, alice), -1); err != nil {
+	if err := os.Chown(dir, testrig.UID(t, alice), -1); err != nil {
 		t.Fatal(err)
 	}
 	addr := netip.AddrFrom4([4]byte{127, byte(16 + rand.IntN(230)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
-	startAsOnNode(t, alice, relayBinary(t), "--addr", addr.String(), "--dir", dir, "--forward")
+	relayBin := testrig.RelayBinary(t)
+	startAsOnNode(t, alice, relayBin, "--addr", addr.String(), "--dir", dir, "--forward")
 	waitFor(t, 10*time.Second, "relay ready", func() bool {
 		_, err := os.Stat(filepath.Join(dir, jobrelay.ReadyFile))
 		return err == nil
@@ -82,11 +85,37 @@ func TestForwardEntryRig(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("port %d, bob's only: got %d bytes (%.20q); want none", only, len(got), got)
 	}
-	want := fmt.Sprintf("listener 127.0.0.1:%d owned by uid %d, not the job's uid %d", only, uidOf(t, bob), uidOf(t, alice))
+	want := fmt.Sprintf("listener 127.0.0.1:%d owned by uid %d, not the job's uid %d", only, testrig.UID(t, bob), testrig.UID(t, alice))
 	waitFor(t, 5*time.Second, "the refusal logged", func() bool { return rec.logged("forward dial failed: connection refused", want) })
 	if n := testutil.ToFloat64(f.Metrics.refused.WithLabelValues(RefusedDial)); n != 1 {
 		t.Errorf("refused{reason=%q} = %v; want 1", RefusedDial, n)
 	}
+
+	// kubectl port-forward over the srun carrier runs the relay's
+	// --connect as the job's user: bob's listener gets nothing of the
+	// stream, and nothing of his comes back.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", nodeNetns, "setpriv", "--reuid", alice, "--regid", alice, "--init-groups",
+		relayBin, "--connect", net.JoinHostPort("127.0.0.1", strconv.Itoa(only)))
+	cmd.Stdin = strings.NewReader("the job's secret")
+	var stderr strings.Builder
+	var out byteCount // bob's server sends zeros until the connection ends
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	want = fmt.Sprintf("accepted by uid %d, not the job's uid %d", testrig.UID(t, bob), testrig.UID(t, alice))
+	if !errors.As(err, &exit) || exit.ExitCode() != 4 || out != 0 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("--connect to bob's port %d: %v, %d bytes out, %q; want status 4, nothing out, saying %q", only, err, out, stderr.String(), want)
+	}
+}
+
+// byteCount counts what is written to it.
+type byteCount int64
+
+func (n *byteCount) Write(p []byte) (int, error) {
+	*n += byteCount(len(p))
+	return len(p), nil
 }
 
 // logged reports whether a record with msg has an attribute containing sub.
@@ -104,37 +133,4 @@ func (h *logRecorder) logged(msg, sub string) bool {
 		}
 	}
 	return false
-}
-
-func uidOf(t *testing.T, name string) int {
-	t.Helper()
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return uid
-}
-
-// relayBinary builds sluice-relay where the rig's users can run it.
-func relayBinary(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sluice-relay-bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "sluice-relay")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/sluice-hpc/sluice/cmd/sluice-relay")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the relay: %v\n%s", err, out)
-	}
-	return bin
 }
