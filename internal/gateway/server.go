@@ -38,9 +38,16 @@ type Server struct {
 	// each shadow and bound their answer; a shadow that does not answer
 	// is disconnected. If zero, 15s and 15s.
 	KeepAliveInterval, KeepAliveTimeout time.Duration
-	// MaxConns bounds the shadow connections served at once (handshakes
-	// included); more wait to be accepted. If zero, 4096.
+	// MaxConns bounds the authenticated shadow connections served at
+	// once; more are closed once authenticated. If zero, 4096.
 	MaxConns int
+	// MaxStartups bounds the connections still in their handshake, apart
+	// from MaxConns; past half of it, new ones are dropped at random, more
+	// often as it fills, and at it, all are. If zero, 256.
+	MaxStartups int
+	// MaxStartupsPerSource bounds the connections still in their
+	// handshake from one source address; more are closed. If zero, 8.
+	MaxStartupsPerSource int
 	// MaxChannels bounds the forward channels open at once on one shadow
 	// connection; more are refused. If zero, 512.
 	MaxChannels int
@@ -68,16 +75,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	slots := make(chan struct{}, s.maxConns())
+	adm := newAdmission(orDefault(s.MaxStartups, 256), orDefault(s.MaxStartupsPerSource, 8))
+	slots := make(chan struct{}, orDefault(s.MaxConns, 4096))
 	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
 		nc, err := ln.Accept()
 		if err != nil {
-			<-slots
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -87,16 +89,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("gateway: accept: %w", err)
 		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			s.serveConn(ctx, nc)
-		})
+		// Refused at once, before any goroutine or handshake: a flood costs
+		// the gateway an accept and a close per connection.
+		src := sourceOf(nc.RemoteAddr())
+		if ok, why := adm.admit(src); !ok {
+			s.log().Debug("shadow connection refused", "remote", nc.RemoteAddr().String(), "reason", why)
+			nc.Close()
+			continue
+		}
+		wg.Go(func() { s.serveConn(ctx, nc, adm, src, slots) })
 	}
 }
 
-// serveConn authenticates a shadow and serves its connection until it
-// ends, ctx ends or the shadow's grant is withdrawn.
-func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
+// serveConn authenticates a shadow, admitted by adm as from src, and,
+// given one of slots, serves its connection until it ends, ctx ends or
+// the shadow's grant is withdrawn.
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, adm *admission, src string, slots chan struct{}) {
 	defer nc.Close()
 	log := s.log().With("remote", nc.RemoteAddr().String())
 	var grant *Grant
@@ -129,8 +137,17 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	cfg.AddHostKey(s.HostKey)
 	nc.SetDeadline(time.Now().Add(handshake))
 	sconn, chans, reqs, err := ssh.NewServerConn(nc, cfg)
+	adm.done(src, err == nil)
 	if err != nil {
 		log.Debug("shadow handshake failed", "err", err)
+		return
+	}
+	defer sconn.Close()
+	select {
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
+	default:
+		log.Warn("shadow refused: too many shadow connections", "max", cap(slots))
 		return
 	}
 	nc.SetDeadline(time.Time{})
@@ -189,13 +206,6 @@ func (s *Server) log() *slog.Logger {
 		return slog.Default()
 	}
 	return s.Log
-}
-
-func (s *Server) maxConns() int {
-	if s.MaxConns <= 0 {
-		return 4096
-	}
-	return s.MaxConns
 }
 
 func (s *Server) maxChannels() int {

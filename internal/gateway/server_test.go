@@ -200,3 +200,80 @@ func TestServerDropsSilentShadow(t *testing.T) {
 		t.Fatal("a shadow that stopped answering keepalives is still connected")
 	}
 }
+
+// TestServerIdleFloodLeavesShadowsIn opens as many idle TCP connections
+// as the gateway serves shadows, from another address: they must not keep
+// a real shadow out.
+func TestServerIdleFloodLeavesShadowsIn(t *testing.T) {
+	const maxConns = 4
+	_, addr, key := startServer(t, gatewaytest.Grants{"tok-a": gateway.TestGrant()}, func(s *gateway.Server) {
+		s.MaxConns = maxConns
+		s.MaxStartupsPerSource = 2
+		s.HandshakeTimeout = 30 * time.Second
+	})
+	attacker := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	var idle []net.Conn
+	for range maxConns {
+		c, err := attacker.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	// ssh.Dial's timeout bounds the TCP connect only; what is refused
+	// here is a handshake left waiting for the idle ones to time out.
+	type result struct {
+		c   *ssh.Client
+		err error
+	}
+	dialed := make(chan result, 1)
+	go func() {
+		c, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
+		dialed <- result{c, err}
+	}()
+	select {
+	case r := <-dialed:
+		if r.err != nil {
+			t.Fatalf("a shadow with %d idle connections open from another address: %v", maxConns, r.err)
+		}
+		r.c.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a shadow with %d idle connections open from another address was kept waiting", maxConns)
+	}
+	closed := 0
+	for _, c := range idle {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := io.ReadAll(c); err == nil {
+			closed++
+		}
+	}
+	if closed != maxConns-2 {
+		t.Errorf("%d of %d idle connections from one address closed; want those past its cap of 2", closed, maxConns)
+	}
+}
+
+func TestServerMaxConns(t *testing.T) {
+	_, addr, key := startServer(t, gatewaytest.Grants{"tok-a": gateway.TestGrant()}, func(s *gateway.Server) {
+		s.MaxConns = 1
+	})
+	c, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c2, err := dialShadow(addr, key, tunnel.GatewayUser, "tok-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c2.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a shadow past MaxConns was served")
+	}
+	if _, _, err := c.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+		t.Errorf("the shadow within MaxConns was closed too: %v", err)
+	}
+}

@@ -216,9 +216,10 @@ func (s *Site) log() *slog.Logger {
 	return s.Log
 }
 
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
+// orDefault is v, or def if v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
 		return def
 	}
-	return d
+	return v
 }
