@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 )
@@ -94,7 +95,13 @@ func (b *podBuilder) dropped(written []string) {
 	}
 	text := strings.Join(quoted, ", ")
 	if len(text) > maxDroppedText {
-		text = text[:maxDroppedText] + "..."
+		// Cut on a rune boundary: the options are the pod's, in any
+		// script, and a split character would make the Event invalid UTF-8.
+		cut := maxDroppedText
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "..."
 	}
 	b.job.Warnings = append(b.job.Warnings, Warning{ReasonFlagDropped, fmt.Sprintf(
 		"%s: %s dropped: sluice names the job after the pod UID, %s, to find it again", b.key(AnnotationFlags), text, b.job.UID)})

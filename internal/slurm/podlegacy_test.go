@@ -2,8 +2,10 @@ package slurm
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -126,5 +128,29 @@ func TestFromPodLegacyNotAppliedNamesTheKey(t *testing.T) {
 	job = fromPod(t, pod, RuntimeCharliecloud)
 	if env := sourceEnv(t, fileOf(t, job, job.Containers[0].EnvFile).Data); env["F"] != "--nv" {
 		t.Errorf("F=%q; want --nv", env["F"])
+	}
+}
+
+// A long job name in a multi-byte script is quoted cut on a character,
+// never inside one.
+func TestFromPodCutsTheDroppedNameOnARune(t *testing.T) {
+	for pad := range 4 {
+		pod := simplePod("docker://busybox")
+		name := strings.Repeat("x", pad) + strings.Repeat("名", 200)
+		pod.Annotations = map[string]string{AnnotationFlags: "--job-name=" + name + " --ntasks=1"}
+		job := fromPod(t, pod, RuntimeApptainer)
+		var msg string
+		for _, w := range job.Warnings {
+			if w.Reason == ReasonFlagDropped {
+				msg = w.Message
+			}
+		}
+		if !utf8.ValidString(msg) {
+			t.Errorf("pad %d: the warning is not valid UTF-8: %q", pad, msg)
+		}
+		quoted, _, ok := strings.Cut(strings.TrimPrefix(msg, AnnotationFlags+": "), "... dropped:")
+		if !ok || len(quoted) > maxDroppedText || len(quoted) < maxDroppedText-utf8.UTFMax || !strings.HasPrefix(strconv.Quote("--job-name="+name), quoted) {
+			t.Errorf("pad %d: the warning quotes %q (%d bytes); want a prefix of the option cut near %d bytes", pad, quoted, len(quoted), maxDroppedText)
+		}
 	}
 }
