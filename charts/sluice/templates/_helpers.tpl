@@ -23,6 +23,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- default .Chart.AppVersion .Values.image.tag -}}
 {{- end -}}
 
+{{- /* sluice-vk's image: pinned by digest when image.digest is set (a tag
+can be moved to other content; a digest cannot) */}}
+{{- define "sluice.image" -}}
+{{- with .Values.image.digest -}}
+{{- printf "%s@%s" $.Values.image.repository . -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (include "sluice.tag" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "sluice.serviceAccount" -}}
 {{- default (include "sluice.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
