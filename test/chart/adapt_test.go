@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/config"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -100,5 +101,32 @@ func TestDisruptionBudget(t *testing.T) {
 		if pdb.Spec.Selector.MatchLabels[k] != v {
 			t.Errorf("budget selector %v does not select the Deployment's pods %v", pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels)
 		}
+	}
+}
+
+// TestShadowPlacementValues: the shadows' pull Secrets, node selector and
+// tolerations set in values reach sluice-vk's configuration as it reads it,
+// and sluice-vk refuses a toleration the schema lets through.
+func TestShadowPlacementValues(t *testing.T) {
+	r := render(t, "default",
+		"--set-json", `config.Network.ShadowImagePullSecrets=["regcred"]`,
+		"--set-json", `config.Network.ShadowNodeSelector={"node-role.example.org/shadows":"true"}`,
+		"--set-json", `config.Network.ShadowTolerations=[{"Key":"dedicated","Value":"shadows","Effect":"NoSchedule"}]`,
+	)
+	data := r.configMap(t, "sluice-system", "sluice-config").Data["config.yaml"]
+	cfg, err := config.Parse([]byte(data), func(c *config.Config) { c.Node.InternalIP = "10.88.0.7" })
+	if err != nil {
+		t.Fatalf("sluice-vk refuses the rendered configuration: %v\n%s", err, data)
+	}
+	n := cfg.Network
+	if !slices.Equal(n.ShadowImagePullSecrets, []string{"regcred"}) || n.ShadowNodeSelector["node-role.example.org/shadows"] != "true" ||
+		len(n.ShadowTolerations) != 1 || n.ShadowTolerations[0] != (config.ShadowToleration{Key: "dedicated", Value: "shadows", Effect: "NoSchedule"}) {
+		t.Errorf("configuration %q %v %+v", n.ShadowImagePullSecrets, n.ShadowNodeSelector, n.ShadowTolerations)
+	}
+
+	r = render(t, "default", "--set-json", `config.Network.ShadowTolerations=[{"Operator":"Exists","Value":"x"}]`)
+	data = r.configMap(t, "sluice-system", "sluice-config").Data["config.yaml"]
+	if _, err := config.Parse([]byte(data), func(c *config.Config) { c.Node.InternalIP = "10.88.0.7" }); err == nil || !strings.Contains(err.Error(), "Network.ShadowTolerations") {
+		t.Errorf("got %v; want sluice-vk to refuse the toleration", err)
 	}
 }
