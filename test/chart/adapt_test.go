@@ -130,3 +130,29 @@ func TestShadowPlacementValues(t *testing.T) {
 		t.Errorf("got %v; want sluice-vk to refuse the toleration", err)
 	}
 }
+
+// TestShadowsPullWithChartSecrets: with shadows on, imagePullSecrets names
+// the shadows' pull Secrets too, unless the configuration names its own
+// (an empty list: none).
+func TestShadowsPullWithChartSecrets(t *testing.T) {
+	pulls := func(args ...string) []string {
+		t.Helper()
+		r := render(t, "default", append([]string{"--set-json", `imagePullSecrets=[{"name":"regcred"}]`}, args...)...)
+		data := r.configMap(t, "sluice-system", "sluice-config").Data["config.yaml"]
+		cfg, err := config.Parse([]byte(data), func(c *config.Config) { c.Node.InternalIP = "10.88.0.7" })
+		if err != nil {
+			t.Fatalf("sluice-vk refuses the rendered configuration: %v\n%s", err, data)
+		}
+		return cfg.Network.ShadowImagePullSecrets
+	}
+	tunnel := []string{"--set", "config.Network.EnableTunnel=true", "--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA"}
+	if got := pulls(tunnel...); !slices.Equal(got, []string{"regcred"}) {
+		t.Errorf("shadows on: ShadowImagePullSecrets %q; want [regcred]", got)
+	}
+	if got := pulls(append(tunnel, "--set-json", `config.Network.ShadowImagePullSecrets=[]`)...); len(got) != 0 {
+		t.Errorf("configuration's empty list: ShadowImagePullSecrets %q; want none", got)
+	}
+	if got := pulls(); len(got) != 0 {
+		t.Errorf("no shadows: ShadowImagePullSecrets %q; want none", got)
+	}
+}

@@ -120,6 +120,15 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- if $net.TenantNamespace -}}
 {{- $_ := set $net "RefuseForeignPods" true -}}
 {{- end -}}
+{{- /* the shadows' tunnel image is sluice-vk's sibling, most often in the
+same registry: the same Secrets' names, read in the shadows' namespace */}}
+{{- if and (include "sluice.tunnel" .) .Values.imagePullSecrets (not (hasKey $net "ShadowImagePullSecrets")) -}}
+{{- $names := list -}}
+{{- range .Values.imagePullSecrets -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- $_ := set $net "ShadowImagePullSecrets" $names -}}
+{{- end -}}
 {{- if and .Values.metrics.enabled (not $node.MetricsListen) -}}
 {{- $_ := set $node "MetricsListen" (printf ":%d" (int .Values.metrics.port)) -}}
 {{- end -}}
