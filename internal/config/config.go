@@ -66,7 +66,14 @@ type Network struct {
 	// and that sluice did not create, which shadows may use all the same:
 	// the operator vouches for who may act in them.
 	TrustedShadowNamespaces []string `yaml:"TrustedShadowNamespaces"`
-	SSH                     SSH      `yaml:"SSH"`
+	// ShadowImagePullSecrets, ShadowNodeSelector and ShadowTolerations go
+	// into every shadow pod's spec: the Secrets (in the shadow's namespace)
+	// to pull the tunnel image with from a private registry, and the nodes
+	// of the cluster the shadows may run on (shadowpod.go).
+	ShadowImagePullSecrets []string           `yaml:"ShadowImagePullSecrets"`
+	ShadowNodeSelector     map[string]string  `yaml:"ShadowNodeSelector"`
+	ShadowTolerations      []ShadowToleration `yaml:"ShadowTolerations"`
+	SSH                    SSH                `yaml:"SSH"`
 	// Gateway, when its Address is set, carries the shadows' tunnels
 	// (SPEC S14): shadows hold no site credential.
 	Gateway Gateway `yaml:"Gateway"`

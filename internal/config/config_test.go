@@ -172,6 +172,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(minimal))
 	f.Add([]byte("NodeName: [\n"))
 	f.Add([]byte("Site: {Access: 5}\n"))
+	f.Add([]byte(withNetwork("  ShadowNodeSelector: {a/b: c}\n  ShadowTolerations: [{Operator: Exists, Effect: NoExecute, Seconds: 5}]\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)
 		if err == nil && c.Validate() != nil {

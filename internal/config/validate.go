@@ -79,6 +79,7 @@ func (c *Config) Validate() error {
 	if len(n.TrustedShadowNamespaces) > 0 && n.TenantNamespace != "" {
 		bad("Network.TrustedShadowNamespaces", "a node confined to Network.TenantNamespace makes no shadow namespace: its shadows live in %s", n.TenantNamespace)
 	}
+	n.validateShadowPod(bad)
 	n.Gateway.validate(bad)
 
 	h := n.SSH

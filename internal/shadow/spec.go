@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/hostname"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -89,6 +90,12 @@ type Spec struct {
 	// copied there with ReplicateCredentials.
 	GatewayAddress  string
 	GatewayHostKeys string
+	// PullSecrets, NodeSelector and Tolerations go into every shadow pod
+	// (Network.ShadowImagePullSecrets, ShadowNodeSelector,
+	// ShadowTolerations): the site's registry and the nodes shadows run on.
+	PullSecrets  []corev1.LocalObjectReference
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
 }
 
 // SpecFrom takes a Spec from the virtual kubelet's configuration (defaults
@@ -120,6 +127,7 @@ func SpecFrom(c *config.Config, credentialsNamespace string) Spec {
 		GatewayAddress:     c.Network.Gateway.Address,
 		GatewayHostKeys:    c.Network.Gateway.HostKeys,
 	}
+	s.PullSecrets, s.NodeSelector, s.Tolerations = placement(c.Network)
 	if h.Auth == "kerberos" {
 		s.KeySecret = ""
 		s.Kerberos = Kerberos{Principal: h.Principal, KeytabSecret: h.KeytabSecret, Realm: h.Realm, KDCs: h.KDCs}

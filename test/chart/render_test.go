@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +26,7 @@ type rendered struct {
 	clusterRoles []*rbacv1.ClusterRole
 	roles        []*rbacv1.Role
 	netPolicies  []*networkingv1.NetworkPolicy
+	pdbs         []*policyv1.PodDisruptionBudget
 	vaps         []*admissionv1.ValidatingAdmissionPolicy
 	vapBindings  []*admissionv1.ValidatingAdmissionPolicyBinding
 	other        []string // kinds outside the client-go scheme
@@ -79,6 +81,8 @@ func decode(t *testing.T, out string) rendered {
 			r.roles = append(r.roles, o)
 		case *networkingv1.NetworkPolicy:
 			r.netPolicies = append(r.netPolicies, o)
+		case *policyv1.PodDisruptionBudget:
+			r.pdbs = append(r.pdbs, o)
 		case *admissionv1.ValidatingAdmissionPolicy:
 			r.vaps = append(r.vaps, o)
 		case *admissionv1.ValidatingAdmissionPolicyBinding:

@@ -24,6 +24,10 @@ func TestWrongValuesRefused(t *testing.T) {
 		{"network policy peer not a peer", []string{"--set", "networkPolicy.kubeletAPIFrom[0].cidr=10.0.0.0/8"}, "/networkPolicy/kubeletAPIFrom/0"},
 		{"admission policy not a boolean", []string{"--set-string", "admissionPolicy.enabled=yes"}, "/admissionPolicy/enabled"},
 		{"tunnel flag not a bool", []string{"--set-string", "config.Network.EnableTunnel=yes"}, "/config/Network/EnableTunnel"},
+		{"digest is a tag", []string{"--set", "image.digest=v0.1.0"}, "/image/digest"},
+		{"pull secret without a name", []string{"--set-json", `imagePullSecrets=[{"secret":"regcred"}]`}, "/imagePullSecrets/0"},
+		{"extra arg not a string", []string{"--set-json", `extraArgs=[1]`}, "/extraArgs/0"},
+		{"extra mount without a path", []string{"--set-json", `extraVolumeMounts=[{"name":"ca"}]`}, "/extraVolumeMounts/0"},
 		{"tenant namespace not a label", []string{"--set", "config.Network.TenantNamespace=Team_A"}, "/config/Network/TenantNamespace"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- default .Chart.AppVersion .Values.image.tag -}}
 {{- end -}}
 
+{{- /* sluice-vk's image: pinned by digest when image.digest is set (a tag
+can be moved to other content; a digest cannot) */}}
+{{- define "sluice.image" -}}
+{{- with .Values.image.digest -}}
+{{- printf "%s@%s" $.Values.image.repository . -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (include "sluice.tag" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "sluice.serviceAccount" -}}
 {{- default (include "sluice.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
@@ -109,6 +119,15 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- end -}}
 {{- if $net.TenantNamespace -}}
 {{- $_ := set $net "RefuseForeignPods" true -}}
+{{- end -}}
+{{- /* the shadows' tunnel image is sluice-vk's sibling, most often in the
+same registry: the same Secrets' names, read in the shadows' namespace */}}
+{{- if and (include "sluice.tunnel" .) .Values.imagePullSecrets (not (hasKey $net "ShadowImagePullSecrets")) -}}
+{{- $names := list -}}
+{{- range .Values.imagePullSecrets -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- $_ := set $net "ShadowImagePullSecrets" $names -}}
 {{- end -}}
 {{- if and .Values.metrics.enabled (not $node.MetricsListen) -}}
 {{- $_ := set $node "MetricsListen" (printf ":%d" (int .Values.metrics.port)) -}}
