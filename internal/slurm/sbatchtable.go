@@ -23,6 +23,15 @@ var sbatchDropped = map[string]string{
 	"power": "24.11",
 }
 
+// sbatchAddedKinds are the value rules of options newer than the built-in
+// table where a release's listings say less than its parser, as the
+// built-in table's own rules correct 22.05's: 24.11's help lists
+// "--container-id" bare, and its parser answers "option '--container-id'
+// requires an argument".
+var sbatchAddedKinds = map[string]argKind{
+	"container-id": argRequired,
+}
+
 // droppedBy is the set of sbatchDropped options that the sbatch of version
 // lacks.
 func droppedBy(version string) map[string]bool {
@@ -162,6 +171,9 @@ func newSbatchOptions(version string, l listing) *SbatchOptions {
 	}
 	for name, kind := range l.long {
 		if _, ok := t.long[name]; !ok && !dropped[name] {
+			if k, ok := sbatchAddedKinds[name]; ok {
+				kind = k
+			}
 			t.long[name] = kind
 			t.Added = append(t.Added, name)
 		}
