@@ -14,14 +14,18 @@ import (
 // it under DataRoot, reads it back after a restart, and checks flags as
 // that sbatch does: --tres-per-task, which 22.05 lacks, is refused on the
 // first site in the site's name (and its sbatch refuses it too), and
-// accepted on the second, Slurm 24.11 (whose sbatch takes it).
+// accepted on the second, Slurm 24.11 (whose sbatch takes it); --power,
+// which 24.11's help lists and its parser dropped, the other way round.
 func TestRigLearnSbatch(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
 		e := newRigEnv(t, on, RuntimeCharliecloud)
 		tab, version := learnRigSbatch(t, e)
+		// 24.11 added --tres-per-task and dropped --power (which its
+		// help still lists)
 		tres := []string{"sbatch " + version + " at the site has no option --tres-per-task", "unrecognized option"}
+		power := []string{"", ""}
 		if on.slurm != "22.05" {
-			tres = []string{"", ""}
+			tres, power = power, []string{"sbatch " + version + " at the site has no option --power", "unrecognized option"}
 		}
 		for _, tc := range []struct {
 			flag   string
@@ -29,6 +33,7 @@ func TestRigLearnSbatch(t *testing.T) {
 			sbatch string // what sbatch's parser says of it, "" when it takes it
 		}{
 			{"--tres-per-task=cpu=1", tres[0], tres[1]},
+			{"--power=level", power[0], power[1]},
 			{"--hint=compute_bound", "", ""},
 			{"--exclusive=user", "", ""},
 			{"--hold=yes", "--hold takes no value", "doesn't allow an argument"},
