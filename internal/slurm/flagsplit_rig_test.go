@@ -17,42 +17,46 @@ import (
 // the same string, unsplit, on one #SBATCH line of its own, as interLink's
 // plugin gives it.
 func TestRigSbatchTakesSplitFlags(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	for _, tc := range splitFlagCases(e) {
-		t.Run(tc.name, func(t *testing.T) {
-			split, raw := e.splitFlagScripts(t, tc.annotation)
-			if rerr := e.sbatchTestOnly(t, split); rerr != nil {
-				t.Fatalf("sbatch refused the flags split from %q: %s", tc.annotation, rerr.Message)
-			}
-			if rerr := e.sbatchTestOnly(t, raw); rerr != nil {
-				t.Fatalf("sbatch refused %q on one #SBATCH line: %s", tc.annotation, rerr.Message)
-			}
-		})
-	}
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		for _, tc := range splitFlagCases(e) {
+			t.Run(tc.name, func(t *testing.T) {
+				split, raw := e.splitFlagScripts(t, tc.annotation)
+				if rerr := e.sbatchTestOnly(t, split); rerr != nil {
+					t.Fatalf("sbatch refused the flags split from %q: %s", tc.annotation, rerr.Message)
+				}
+				if rerr := e.sbatchTestOnly(t, raw); rerr != nil {
+					t.Fatalf("sbatch refused %q on one #SBATCH line: %s", tc.annotation, rerr.Message)
+				}
+			})
+		}
+	})
 }
 
 // The job sbatch makes of the split flags is the job it makes of the same
 // string on one #SBATCH line, as interLink's plugin writes it: both are
 // submitted held, read back with scontrol and cancelled.
 func TestRigSplitFlagsMakeInterLinksJob(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	keys := []string{"Partition", "TimeLimit", "TimeMin", "Nice", "Requeue", "ReqNodeList", "ExcNodeList",
-		"NumNodes", "NumCPUs", "NumTasks", "CPUs/Task", "TRES", "NtasksPerN:B:S:C", "MinMemoryNode", "Features",
-		"OverSubscribe", "Contiguous", "MailUser", "MailType", "Dependency"}
-	for _, tc := range splitFlagCases(e) {
-		t.Run(tc.name, func(t *testing.T) {
-			split, raw := e.splitFlagScripts(t, tc.annotation)
-			got, want := e.heldJob(t, split), e.heldJob(t, raw)
-			if got["Partition"] != "debug" || got["TimeLimit"] == "" || got["NumNodes"] == "" {
-				t.Fatalf("scontrol shows %v; want the job's fields", got)
-			}
-			for _, k := range keys {
-				if got[k] != want[k] {
-					t.Errorf("%s: %q from the split flags; %q from interLink's line", k, got[k], want[k])
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		keys := []string{"Partition", "TimeLimit", "TimeMin", "Nice", "Requeue", "ReqNodeList", "ExcNodeList",
+			"NumNodes", "NumCPUs", "NumTasks", "CPUs/Task", "TRES", "NtasksPerN:B:S:C", "MinMemoryNode", "Features",
+			"OverSubscribe", "Contiguous", "MailUser", "MailType", "Dependency"}
+		for _, tc := range splitFlagCases(e) {
+			t.Run(tc.name, func(t *testing.T) {
+				split, raw := e.splitFlagScripts(t, tc.annotation)
+				got, want := e.heldJob(t, split), e.heldJob(t, raw)
+				if got["Partition"] != "debug" || got["TimeLimit"] == "" || got["NumNodes"] == "" {
+					t.Fatalf("scontrol shows %v; want the job's fields", got)
 				}
-			}
-		})
-	}
+				for _, k := range keys {
+					if got[k] != want[k] {
+						t.Errorf("%s: %q from the split flags; %q from interLink's line", k, got[k], want[k])
+					}
+				}
+			})
+		}
+	})
 }
 
 type splitFlagCase struct{ name, annotation string }

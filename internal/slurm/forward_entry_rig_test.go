@@ -26,50 +26,52 @@ import (
 // reach the job; a port only bob listens on is refused naming bob's uid;
 // bob's listeners receive nothing.
 func TestRigForwardEntry(t *testing.T) {
-	e := newRigEnv(t, RuntimeNone)
-	relayPath := placeRigRelay(t, e)
-	alice := nodeClient(t, e)
-	bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
-	shared, only := bobListens(t, bob), bobListens(t, bob)
-	mapped := uint16(20000 + rand.IntN(10000))
-	job := e.reverseJob(t, relayPath, fmt.Sprintf(
-		`printf '# picked at run time\n%d=%d\n' >"$SLUICE_PORT_FILE.new" && mv "$SLUICE_PORT_FILE.new" "$SLUICE_PORT_FILE" || exit 1
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeNone)
+		relayPath := placeRigRelay(t, e)
+		alice := nodeClient(t, e)
+		bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
+		shared, only := bobListens(t, bob), bobListens(t, bob)
+		mapped := uint16(20000 + rand.IntN(10000))
+		job := e.reverseJob(t, relayPath, fmt.Sprintf(
+			`printf '# picked at run time\n%d=%d\n' >"$SLUICE_PORT_FILE.new" && mv "$SLUICE_PORT_FILE.new" "$SLUICE_PORT_FILE" || exit 1
 exec socat TCP-LISTEN:%d,bind="$SLUICE_POD_IP",fork,reuseaddr SYSTEM:'echo job; cat'`, mapped, shared.port, shared.port))
-	ref := e.submit(t, job)
-	dir := job.Reverse.SocketDir(job.UID)
-	waitOnNode(t, alice, "relay ready", "test -f "+dir+"/"+relay.ReadyFile)
-	// The reverse tunnel the job waits for.
-	if _, err := alice.ListenUnix(path.Join(dir, relay.SocketName(6379))); err != nil {
-		t.Fatalf("remote forward: %v", err)
-	}
-	e.wait(t, ref, "running", func(st Status) bool { return st.State == StateRunning || st.State.Final() })
-	addr := relayAddrOf(t, job).String()
-	waitOnNode(t, alice, "the job's listener", fmt.Sprintf("socat -T 2 -u TCP:%s:%d - | grep -q job", addr, shared.port))
-	waitOnNode(t, alice, "the port file", "test -s "+path.Join(ref.Dir, PortFile))
+		ref := e.submit(t, job)
+		dir := job.Reverse.SocketDir(job.UID)
+		waitOnNode(t, alice, "relay ready", "test -f "+dir+"/"+relay.ReadyFile)
+		// The reverse tunnel the job waits for.
+		if _, err := alice.ListenUnix(path.Join(dir, relay.SocketName(6379))); err != nil {
+			t.Fatalf("remote forward: %v", err)
+		}
+		e.wait(t, ref, "running", func(st Status) bool { return st.State == StateRunning || st.State.Final() })
+		addr := relayAddrOf(t, job).String()
+		waitOnNode(t, alice, "the job's listener", fmt.Sprintf("socat -T 2 -u TCP:%s:%d - | grep -q job", addr, shared.port))
+		waitOnNode(t, alice, "the port file", "test -s "+path.Join(ref.Dir, PortFile))
 
-	entry := path.Join(dir, relay.ForwardSocket)
-	for _, port := range []uint16{shared.port, mapped} {
-		got, err := forwardThrough(alice, entry, port, "ping\n")
-		if err != nil || got != "job\nping\n" {
-			t.Errorf("port %d: got %q, %v; want the job's answer", port, got, err)
+		entry := path.Join(dir, relay.ForwardSocket)
+		for _, port := range []uint16{shared.port, mapped} {
+			got, err := forwardThrough(alice, entry, port, "ping\n")
+			if err != nil || got != "job\nping\n" {
+				t.Errorf("port %d: got %q, %v; want the job's answer", port, got, err)
+			}
 		}
-	}
-	_, err := forwardThrough(alice, entry, only.port, "ping\n")
-	var rf *relay.RefusedError
-	want := fmt.Sprintf("port %d: listener 127.0.0.1:%d owned by uid %s, not the job's uid %s",
-		only.port, only.port, lookupUID(t, e.rig.Get(t, "RIG_OTHER_USER")), lookupUID(t, e.rig.Get(t, "RIG_USER")))
-	if !errors.As(err, &rf) || rf.Reason != want {
-		t.Errorf("port only bob listens on: got %v; want the refusal %q", err, want)
-	}
-	for _, l := range []*bobListener{shared, only} {
-		if n := l.conns.Load(); n != 0 {
-			t.Errorf("bob's listener on 127.0.0.1:%d received %d connections", l.port, n)
+		_, err := forwardThrough(alice, entry, only.port, "ping\n")
+		var rf *relay.RefusedError
+		want := fmt.Sprintf("port %d: listener 127.0.0.1:%d owned by uid %s, not the job's uid %s",
+			only.port, only.port, e.uidOf(t, e.rig.Get(t, "RIG_OTHER_USER")), e.uidOf(t, e.rig.Get(t, "RIG_USER")))
+		if !errors.As(err, &rf) || rf.Reason != want {
+			t.Errorf("port only bob listens on: got %v; want the refusal %q", err, want)
 		}
-	}
-	if t.Failed() {
-		b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
-		t.Logf("job.out:\n%s", b)
-	}
+		for _, l := range []*bobListener{shared, only} {
+			if n := l.conns.Load(); n != 0 {
+				t.Errorf("bob's listener on 127.0.0.1:%d received %d connections", l.port, n)
+			}
+		}
+		if t.Failed() {
+			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			t.Logf("job.out:\n%s", b)
+		}
+	})
 }
 
 // bobListener is a listener of bob's on the node's 127.0.0.1: a remote

@@ -133,85 +133,91 @@ func wantNotRegular(t *testing.T, what string, got string, err error, kind strin
 }
 
 func TestRigNamedPipesInTheJobDirectory(t *testing.T) {
-	e := newRigEnv(t, RuntimeNone)
-	ref := e.jobDir(t)
-	e.mkfifo(t, path.Join(ref.Dir, "main.log"), path.Join(ref.Dir, jobOut))
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeNone)
+		ref := e.jobDir(t)
+		e.mkfifo(t, path.Join(ref.Dir, "main.log"), path.Join(ref.Dir, jobOut))
 
-	got, err := e.readLogs(t, ref, "main", LogOptions{Tail: -1})
-	wantNotRegular(t, "logs of a named pipe main.log", got, err, "named pipe")
-	e.stillServes(t, ref)
-	got, err = e.readLogs(t, ref, "main", LogOptions{Tail: 10, Follow: true})
-	wantNotRegular(t, "followed logs of a named pipe main.log", got, err, "named pipe")
-	e.stillServes(t, ref)
+		got, err := e.readLogs(t, ref, "main", LogOptions{Tail: -1})
+		wantNotRegular(t, "logs of a named pipe main.log", got, err, "named pipe")
+		e.stillServes(t, ref)
+		got, err = e.readLogs(t, ref, "main", LogOptions{Tail: 10, Follow: true})
+		wantNotRegular(t, "followed logs of a named pipe main.log", got, err, "named pipe")
+		e.stillServes(t, ref)
 
-	var msg string
-	err = within(t, 10*time.Second, "failure message", func(ctx context.Context) (err error) {
-		msg, err = e.c.FailureMessage(ctx, ref)
-		return err
+		var msg string
+		err = within(t, 10*time.Second, "failure message", func(ctx context.Context) (err error) {
+			msg, err = e.c.FailureMessage(ctx, ref)
+			return err
+		})
+		wantNotRegular(t, "FailureMessage of a named pipe job.out", msg, err, "named pipe")
+		e.stillServes(t, ref)
 	})
-	wantNotRegular(t, "FailureMessage of a named pipe job.out", msg, err, "named pipe")
-	e.stillServes(t, ref)
 }
 
 // TestRigNamedPipeJobID submits a pod whose job directory holds a named pipe
 // job.id (read again at every restart of the virtual kubelet): it is not
 // read, and is replaced by the job's ID.
 func TestRigNamedPipeJobID(t *testing.T) {
-	e := newRigEnv(t, RuntimeNone)
-	job := e.shJob(t, nil, [][2]string{{"main", "true"}})
-	dir := JobDir(e.c.DataRoot, job.Namespace, job.UID)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := e.c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeNone)
+		job := e.shJob(t, nil, [][2]string{{"main", "true"}})
+		dir := JobDir(e.c.DataRoot, job.Namespace, job.UID)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		e.c.Site.RemoveAll(ctx, dir) // Submit failed: nothing else removes it
+		if err := e.c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			e.c.Site.RemoveAll(ctx, dir) // Submit failed: nothing else removes it
+		})
+		e.mkfifo(t, path.Join(dir, jobIDFile))
+		var ref JobRef
+		within(t, 20*time.Second, "submit", func(context.Context) error {
+			ref = e.submit(t, job)
+			return nil
+		})
+		e.stillServes(t, ref)
+		fi, err := e.c.Site.Stat(ctx, path.Join(dir, jobIDFile))
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("job.id after Submit: %v, %v; want a regular file", fi, err)
+		}
+		if id, err := e.c.readID(ctx, dir); err != nil || id != ref.JobID {
+			t.Errorf("job.id holds %q, %v; want %s", id, err, ref.JobID)
+		}
 	})
-	e.mkfifo(t, path.Join(dir, jobIDFile))
-	var ref JobRef
-	within(t, 20*time.Second, "submit", func(context.Context) error {
-		ref = e.submit(t, job)
-		return nil
-	})
-	e.stillServes(t, ref)
-	fi, err := e.c.Site.Stat(ctx, path.Join(dir, jobIDFile))
-	if err != nil || !fi.Mode().IsRegular() {
-		t.Fatalf("job.id after Submit: %v, %v; want a regular file", fi, err)
-	}
-	if id, err := e.c.readID(ctx, dir); err != nil || id != ref.JobID {
-		t.Errorf("job.id holds %q, %v; want %s", id, err, ref.JobID)
-	}
 }
 
 func TestRigLinksInTheJobDirectory(t *testing.T) {
-	e := newRigEnv(t, RuntimeNone)
-	ref := e.jobDir(t)
-	peer := e.jobDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := e.c.Site.MkdirAll(ctx, path.Join(peer.Dir, "env"), dirMode); err != nil {
-		t.Fatal(err)
-	}
-	secret := path.Join(peer.Dir, "env", "main")
-	if err := e.c.Site.WriteFile(ctx, secret, []byte("export PASSWORD=hunter2\n"), fileMode); err != nil {
-		t.Fatal(err)
-	}
-	e.run(t, "ln", "-s", "/dev/zero", path.Join(ref.Dir, "main.log"))
-	e.run(t, "ln", "-s", secret, path.Join(ref.Dir, "side.log"))
-	e.run(t, "ln", "-s", secret, path.Join(ref.Dir, jobOut))
-
-	for _, c := range []string{"main", "side"} {
-		for _, opts := range []LogOptions{{Tail: -1}, {Tail: 5}} {
-			got, err := e.readLogs(t, ref, c, opts)
-			wantNotRegular(t, fmt.Sprintf("logs %+v of %s.log, a link", opts, c), got, err, "symbolic link")
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeNone)
+		ref := e.jobDir(t)
+		peer := e.jobDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.c.Site.MkdirAll(ctx, path.Join(peer.Dir, "env"), dirMode); err != nil {
+			t.Fatal(err)
 		}
-	}
-	msg, err := e.c.FailureMessage(ctx, ref)
-	wantNotRegular(t, "FailureMessage of a job.out linked to another pod's env", msg, err, "symbolic link")
-	e.stillServes(t, ref)
+		secret := path.Join(peer.Dir, "env", "main")
+		if err := e.c.Site.WriteFile(ctx, secret, []byte("export PASSWORD=hunter2\n"), fileMode); err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, "ln", "-s", "/dev/zero", path.Join(ref.Dir, "main.log"))
+		e.run(t, "ln", "-s", secret, path.Join(ref.Dir, "side.log"))
+		e.run(t, "ln", "-s", secret, path.Join(ref.Dir, jobOut))
+
+		for _, c := range []string{"main", "side"} {
+			for _, opts := range []LogOptions{{Tail: -1}, {Tail: 5}} {
+				got, err := e.readLogs(t, ref, c, opts)
+				wantNotRegular(t, fmt.Sprintf("logs %+v of %s.log, a link", opts, c), got, err, "symbolic link")
+			}
+		}
+		msg, err := e.c.FailureMessage(ctx, ref)
+		wantNotRegular(t, "FailureMessage of a job.out linked to another pod's env", msg, err, "symbolic link")
+		e.stillServes(t, ref)
+	})
 }
 
 // readCounter counts the bytes ReadAt returns.
@@ -227,45 +233,49 @@ func (r *readCounter) ReadAt(ctx context.Context, p string, off int64, n int) ([
 }
 
 func TestRigBigJobOutIsReadFromItsTail(t *testing.T) {
-	e := newRigEnv(t, RuntimeNone)
-	ref := e.jobDir(t)
-	var out strings.Builder
-	out.WriteString("sluice: an old message\n")
-	for out.Len() < 4<<20 {
-		out.WriteString("pre-exec chatter that goes on and on\n")
-	}
-	out.WriteString("sluice: reverse tunnel: port 6379 taken\n+ trace\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobOut), []byte(out.String()), fileMode); err != nil {
-		t.Fatal(err)
-	}
-	counter := &readCounter{Runner: e.c.Site}
-	c := &Client{Site: counter, DataRoot: e.c.DataRoot, Logger: e.c.Logger}
-	msg, err := c.FailureMessage(ctx, ref)
-	if err != nil || msg != "reverse tunnel: port 6379 taken" {
-		t.Errorf("FailureMessage = %q, %v; want the last sluice line", msg, err)
-	}
-	if n := counter.n.Load(); n > failureWindow+1 {
-		t.Errorf("read %d bytes of a 4 MiB job.out; want at most %d", n, failureWindow+1)
-	}
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeNone)
+		ref := e.jobDir(t)
+		var out strings.Builder
+		out.WriteString("sluice: an old message\n")
+		for out.Len() < 4<<20 {
+			out.WriteString("pre-exec chatter that goes on and on\n")
+		}
+		out.WriteString("sluice: reverse tunnel: port 6379 taken\n+ trace\n")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobOut), []byte(out.String()), fileMode); err != nil {
+			t.Fatal(err)
+		}
+		counter := &readCounter{Runner: e.c.Site}
+		c := &Client{Site: counter, DataRoot: e.c.DataRoot, Logger: e.c.Logger}
+		msg, err := c.FailureMessage(ctx, ref)
+		if err != nil || msg != "reverse tunnel: port 6379 taken" {
+			t.Errorf("FailureMessage = %q, %v; want the last sluice line", msg, err)
+		}
+		if n := counter.n.Load(); n > failureWindow+1 {
+			t.Errorf("read %d bytes of a 4 MiB job.out; want at most %d", n, failureWindow+1)
+		}
+	})
 }
 
 func TestRigBigJobIDIsNotRead(t *testing.T) {
-	e := newRigEnv(t, RuntimeNone)
-	ref := e.jobDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	big := "12345\n" + strings.Repeat("\n", 2<<20)
-	if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobIDFile), []byte(big), idMode); err != nil {
-		t.Fatal(err)
-	}
-	counter := &readCounter{Runner: e.c.Site}
-	c := &Client{Site: counter, DataRoot: e.c.DataRoot, Logger: e.c.Logger}
-	if id, err := c.readID(ctx, ref.Dir); err != nil || id != "" {
-		t.Errorf("readID of a 2 MiB job.id = %q, %v; want it ignored", id, err)
-	}
-	if n := counter.n.Load(); n > maxIDFile+1 {
-		t.Errorf("read %d bytes of job.id; want at most %d", n, maxIDFile+1)
-	}
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeNone)
+		ref := e.jobDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		big := "12345\n" + strings.Repeat("\n", 2<<20)
+		if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobIDFile), []byte(big), idMode); err != nil {
+			t.Fatal(err)
+		}
+		counter := &readCounter{Runner: e.c.Site}
+		c := &Client{Site: counter, DataRoot: e.c.DataRoot, Logger: e.c.Logger}
+		if id, err := c.readID(ctx, ref.Dir); err != nil || id != "" {
+			t.Errorf("readID of a 2 MiB job.id = %q, %v; want it ignored", id, err)
+		}
+		if n := counter.n.Load(); n > maxIDFile+1 {
+			t.Errorf("read %d bytes of job.id; want at most %d", n, maxIDFile+1)
+		}
+	})
 }

@@ -30,7 +30,7 @@ func bobRoot(t *testing.T, e *rigEnv, mode string) string {
 	var b [6]byte
 	rand.Read(b[:])
 	root := "/tmp/sluice-bob-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { os.RemoveAll(root) })
+	t.Cleanup(func() { os.RemoveAll(e.rig.HostPath(root)) })
 	bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
 	if out, err := onNode(bob, "mkdir -m "+mode+" "+root+" && chmod "+mode+" "+root); err != nil {
 		t.Fatalf("bob makes %s: %v: %s", root, err, out)
@@ -43,47 +43,50 @@ func bobRoot(t *testing.T, e *rigEnv, mode string) string {
 // its owner, bob could rename alice's socket directory and take the
 // relay's address. Then a root of alice's in a directory bob owns.
 func TestRigReverseHostileRootRefused(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	relayPath := placeRigRelay(t, e)
-	bobUID := lookupUID(t, e.rig.Get(t, "RIG_OTHER_USER"))
-	aliceUID := e.rig.Get(t, "RIG_USER_UID")
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		relayPath := placeRigRelay(t, e)
+		bobUID := e.uidOf(t, e.rig.Get(t, "RIG_OTHER_USER"))
+		aliceUID := e.rig.Get(t, "RIG_USER_UID")
 
-	t.Run("root", func(t *testing.T) {
-		root := bobRoot(t, e, "1777")
-		job := e.reverseJob(t, relayPath, "echo never")
-		job.Reverse.SocketDirRoot = root
-		out := e.failedJobOut(t, e.submit(t, job))
-		want := "sluice: reverse tunnel: socket directory root " + root + " is not safe: the directory " + root +
-			" is owned by uid " + bobUID + " (" + e.rig.Get(t, "RIG_OTHER_USER") + "), not by root or uid " + aliceUID
-		if !strings.Contains(out, want) {
-			t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
-		}
-		if _, err := os.Lstat(job.Reverse.SocketDir(job.UID)); !os.IsNotExist(err) {
-			t.Errorf("socket directory made in bob's root: %v", err)
-		}
-	})
-	t.Run("parent", func(t *testing.T) {
-		parent := bobRoot(t, e, "755")
-		root := path.Join(parent, "sock")
-		if err := os.Mkdir(root, os.ModeSticky|0o777); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(root, os.ModeSticky|0o777); err != nil {
-			t.Fatal(err)
-		}
-		job := e.reverseJob(t, relayPath, "echo never")
-		job.Reverse.SocketDirRoot = root
-		out := e.failedJobOut(t, e.submit(t, job))
-		want := "is not safe: the directory " + parent + " is owned by uid " + bobUID
-		if !strings.Contains(out, want) {
-			t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
-		}
+		t.Run("root", func(t *testing.T) {
+			root := bobRoot(t, e, "1777")
+			job := e.reverseJob(t, relayPath, "echo never")
+			job.Reverse.SocketDirRoot = root
+			out := e.failedJobOut(t, e.submit(t, job))
+			want := "sluice: reverse tunnel: socket directory root " + root + " is not safe: the directory " + root +
+				" is owned by uid " + bobUID + " (" + e.rig.Get(t, "RIG_OTHER_USER") + "), not by root or uid " + aliceUID
+			if !strings.Contains(out, want) {
+				t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
+			}
+			if _, err := os.Lstat(e.rig.HostPath(job.Reverse.SocketDir(job.UID))); !os.IsNotExist(err) {
+				t.Errorf("socket directory made in bob's root: %v", err)
+			}
+		})
+		t.Run("parent", func(t *testing.T) {
+			parent := bobRoot(t, e, "755")
+			root := path.Join(parent, "sock")
+			if err := os.Mkdir(e.rig.HostPath(root), os.ModeSticky|0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(e.rig.HostPath(root), os.ModeSticky|0o777); err != nil {
+				t.Fatal(err)
+			}
+			job := e.reverseJob(t, relayPath, "echo never")
+			job.Reverse.SocketDirRoot = root
+			out := e.failedJobOut(t, e.submit(t, job))
+			want := "is not safe: the directory " + parent + " is owned by uid " + bobUID
+			if !strings.Contains(out, want) {
+				t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
+			}
+		})
 	})
 }
 
-func lookupUID(t *testing.T, name string) string {
+// uidOf is the uid of user name on e's site, from the site's own passwd.
+func (e *rigEnv) uidOf(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("/etc/passwd")
+	b, err := os.ReadFile(e.rig.HostPath("/etc/passwd"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,81 +126,85 @@ func (e *rigEnv) upJob(t *testing.T, secs int) (*Job, JobRef, string) {
 // address and port the job's names point at, and alice's connections are
 // refused, not passed anywhere.
 func TestRigReverseHostileDirRenamed(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	job, ref, dir := e.upJob(t, 20)
-	alice := nodeClient(t, e)
-	bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
-	addr := relayAddrOf(t, job).String()
-	ping := "printf 'PING\\r\\n' | socat -T 3 - TCP:" + addr + ":6379"
-	if out := waitOnNode(t, alice, "redis through the relay", ping+" | grep -q PONG && echo ok"); out != "ok\n" {
-		t.Fatalf("through the relay before: %q", out)
-	}
-	if err := os.Rename(dir, dir+".away"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir + ".away") })
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		out, _ := onNode(alice, ping)
-		if !strings.Contains(out, "PONG") {
-			break
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		job, ref, dir := e.upJob(t, 20)
+		alice := nodeClient(t, e)
+		bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
+		addr := relayAddrOf(t, job).String()
+		ping := "printf 'PING\\r\\n' | socat -T 3 - TCP:" + addr + ":6379"
+		if out := waitOnNode(t, alice, "redis through the relay", ping+" | grep -q PONG && echo ok"); out != "ok\n" {
+			t.Fatalf("through the relay before: %q", out)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for i := range 3 {
-		if out, _ := onNode(alice, ping); strings.Contains(out, "PONG") {
-			t.Errorf("connection %d after the rename reached Redis: %q", i, out)
+		if err := os.Rename(e.rig.HostPath(dir), e.rig.HostPath(dir+".away")); err != nil {
+			t.Fatal(err)
 		}
-		// bob tries to take the address and port: the relay holds them.
-		out, err := onNode(bob, "timeout 2 socat -u TCP-LISTEN:6379,bind="+addr+",reuseaddr /dev/null; echo status $?")
-		if !strings.Contains(out, "Address already in use") || !strings.Contains(out, "status 1") {
-			t.Errorf("bob binding %s:6379 while the job runs: %q, %v; want Address already in use", addr, out, err)
+		t.Cleanup(func() { os.RemoveAll(e.rig.HostPath(dir + ".away")) })
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			out, _ := onNode(alice, ping)
+			if !strings.Contains(out, "PONG") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-	}
-	st := e.wait(t, ref, "final", final)
-	if st.State != StateCompleted {
-		t.Errorf("status %+v; want COMPLETED: the workload ran on", st)
-	}
-	if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != "started\nslept\n" {
-		t.Errorf("client log %q", got)
-	}
-	// The job has ended: its relay, with it, and the port is free.
-	waitOnNode(t, bob, "port free after the job", "timeout 1 socat -u TCP-LISTEN:6379,bind="+addr+",reuseaddr /dev/null; test $? = 124")
-	if t.Failed() {
-		b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
-		t.Logf("job.out:\n%s", b)
-	}
+		for i := range 3 {
+			if out, _ := onNode(alice, ping); strings.Contains(out, "PONG") {
+				t.Errorf("connection %d after the rename reached Redis: %q", i, out)
+			}
+			// bob tries to take the address and port: the relay holds them.
+			out, err := onNode(bob, "timeout 2 socat -u TCP-LISTEN:6379,bind="+addr+",reuseaddr /dev/null; echo status $?")
+			if !strings.Contains(out, "Address already in use") || !strings.Contains(out, "status 1") {
+				t.Errorf("bob binding %s:6379 while the job runs: %q, %v; want Address already in use", addr, out, err)
+			}
+		}
+		st := e.wait(t, ref, "final", final)
+		if st.State != StateCompleted {
+			t.Errorf("status %+v; want COMPLETED: the workload ran on", st)
+		}
+		if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != "started\nslept\n" {
+			t.Errorf("client log %q", got)
+		}
+		// The job has ended: its relay, with it, and the port is free.
+		waitOnNode(t, bob, "port free after the job", "timeout 1 socat -u TCP-LISTEN:6379,bind="+addr+",reuseaddr /dev/null; test $? = 124")
+		if t.Failed() {
+			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			t.Logf("job.out:\n%s", b)
+		}
+	})
 }
 
 // TestRigReverseHostileRelayKilled: the relay ends while the workload runs
 // (killed here): its address is free for anyone to bind, so the job must
 // stop its containers and fail, saying why.
 func TestRigReverseHostileRelayKilled(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	_, ref, dir := e.upJob(t, 60)
-	waitOnNode(t, nodeClient(t, e), "client started", "grep -q started "+path.Join(ref.Dir, LogFile("client")))
-	pid := relayPID(t, dir)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	st := e.wait(t, ref, "final", final)
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("the job ended %v after its relay; want at once", d)
-	}
-	if st.State != StateFailed {
-		t.Errorf("status %+v; want FAILED", st)
-	}
-	out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last := lastSluice(string(out)); !relayKilledLine(last) {
-		t.Errorf("last sluice line %q; want it to say the relay was killed (%q)\njob.out:\n%s", last, relayKilled[0], out)
-	}
-	if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); strings.Contains(got, "slept") {
-		t.Errorf("the client ran to its end without the relay: %q", got)
-	}
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		_, ref, dir := e.upJob(t, 60)
+		waitOnNode(t, nodeClient(t, e), "client started", "grep -q started "+path.Join(ref.Dir, LogFile("client")))
+		pid := relayPID(t, dir)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		st := e.wait(t, ref, "final", final)
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("the job ended %v after its relay; want at once", d)
+		}
+		if st.State != StateFailed {
+			t.Errorf("status %+v; want FAILED", st)
+		}
+		out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := lastSluice(string(out)); !relayKilledLine(last) {
+			t.Errorf("last sluice line %q; want it to say the relay was killed (%q)\njob.out:\n%s", last, relayKilled[0], out)
+		}
+		if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); strings.Contains(got, "slept") {
+			t.Errorf("the client ran to its end without the relay: %q", got)
+		}
+	})
 }
 
 // TestRigReverseHostilePredictedNames: bob reads the pod UID in squeue, as
@@ -206,47 +213,49 @@ func TestRigReverseHostileRelayKilled(t *testing.T) {
 // the port the job asks for. The job's names come from its salt instead, so
 // it runs and reaches Redis through its relay all the same.
 func TestRigReverseHostilePredictedNames(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	relayPath := placeRigRelay(t, e)
-	alice := nodeClient(t, e)
-	bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
-	job := e.reverseJob(t, relayPath, "printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
-	guessDir, guessAddr := predictable(t, job.Reverse.SocketDirRoot, job.UID)
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		relayPath := placeRigRelay(t, e)
+		alice := nodeClient(t, e)
+		bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
+		job := e.reverseJob(t, relayPath, "printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
+		guessDir, guessAddr := predictable(t, job.Reverse.SocketDirRoot, job.UID)
 
-	if out, err := onNode(bob, "mkdir -m 755 "+guessDir); err != nil {
-		t.Fatalf("bob makes %s: %v: %s", guessDir, err, out)
-	}
-	t.Cleanup(func() { os.RemoveAll(guessDir) })
-	// socat holds the port until the test kills it, by its PID.
-	out, err := onNode(bob, "timeout 300 socat -u TCP-LISTEN:6379,bind="+guessAddr+",reuseaddr,fork /dev/null </dev/null >/dev/null 2>&1 & echo $!")
-	pid, perr := strconv.Atoi(strings.TrimSpace(out))
-	if err != nil || perr != nil {
-		t.Fatalf("bob binds %s:6379: %q, %v", guessAddr, out, err)
-	}
-	t.Cleanup(func() { onNode(bob, "kill "+strconv.Itoa(pid)) })
-	waitOnNode(t, bob, "bob's listener on "+guessAddr, "timeout 1 socat -u TCP-LISTEN:6379,bind="+guessAddr+" /dev/null 2>&1 | grep -q 'Address already in use'")
+		if out, err := onNode(bob, "mkdir -m 755 "+guessDir); err != nil {
+			t.Fatalf("bob makes %s: %v: %s", guessDir, err, out)
+		}
+		t.Cleanup(func() { os.RemoveAll(e.rig.HostPath(guessDir)) })
+		// socat holds the port until the test kills it, by its PID.
+		out, err := onNode(bob, "timeout 300 socat -u TCP-LISTEN:6379,bind="+guessAddr+",reuseaddr,fork /dev/null </dev/null >/dev/null 2>&1 & echo $!")
+		pid, perr := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil || perr != nil {
+			t.Fatalf("bob binds %s:6379: %q, %v", guessAddr, out, err)
+		}
+		t.Cleanup(func() { onNode(bob, "kill "+strconv.Itoa(pid)) })
+		waitOnNode(t, bob, "bob's listener on "+guessAddr, "timeout 1 socat -u TCP-LISTEN:6379,bind="+guessAddr+" /dev/null 2>&1 | grep -q 'Address already in use'")
 
-	ref := e.submit(t, job)
-	dir := job.Reverse.SocketDir(job.UID)
-	if dir == guessDir || relayAddrOf(t, job).String() == guessAddr {
-		t.Fatalf("the job's names %s, %v are the ones its uid gives", dir, relayAddrOf(t, job))
-	}
-	waitOnNode(t, alice, "relay ready", "test -f "+dir+"/"+relay.ReadyFile)
-	ln, err := alice.ListenUnix(path.Join(dir, relay.SocketName(6379)))
-	if err != nil {
-		t.Fatalf("remote forward: %v", err)
-	}
-	forwardTo(t, ln, e.rig.Get(t, "RIG_REDIS_ADDR"))
+		ref := e.submit(t, job)
+		dir := job.Reverse.SocketDir(job.UID)
+		if dir == guessDir || relayAddrOf(t, job).String() == guessAddr {
+			t.Fatalf("the job's names %s, %v are the ones its uid gives", dir, relayAddrOf(t, job))
+		}
+		waitOnNode(t, alice, "relay ready", "test -f "+dir+"/"+relay.ReadyFile)
+		ln, err := alice.ListenUnix(path.Join(dir, relay.SocketName(6379)))
+		if err != nil {
+			t.Fatalf("remote forward: %v", err)
+		}
+		forwardTo(t, ln, e.rig.Get(t, "RIG_REDIS_ADDR"))
 
-	st := e.wait(t, ref, "final", final)
-	if st.State != StateCompleted || st.Exit == nil || st.Exit.Code != 0 {
-		t.Errorf("status %+v; want COMPLETED with 0: bob's directory and address are not the job's", st)
-	}
-	if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != "+PONG\r\n+OK\r\n" {
-		t.Errorf("client log %q; want Redis's PONG through the relay", got)
-	}
-	if t.Failed() {
-		b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
-		t.Logf("job.out:\n%s", b)
-	}
+		st := e.wait(t, ref, "final", final)
+		if st.State != StateCompleted || st.Exit == nil || st.Exit.Code != 0 {
+			t.Errorf("status %+v; want COMPLETED with 0: bob's directory and address are not the job's", st)
+		}
+		if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != "+PONG\r\n+OK\r\n" {
+			t.Errorf("client log %q; want Redis's PONG through the relay", got)
+		}
+		if t.Failed() {
+			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			t.Logf("job.out:\n%s", b)
+		}
+	})
 }

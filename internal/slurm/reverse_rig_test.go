@@ -47,47 +47,49 @@ func placeRigRelay(t *testing.T, e *rigEnv) string {
 }
 
 func TestRigReversePlaceRelay(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	data, err := os.ReadFile(buildRelay(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := &callCounter{Runner: e.c.Site}
-	c := &Client{Site: cc, DataRoot: e.c.DataRoot, Logger: slog.New(&testLog{t: t})}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		data, err := os.ReadFile(buildRelay(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := &callCounter{Runner: e.c.Site}
+		c := &Client{Site: cc, DataRoot: e.c.DataRoot, Logger: slog.New(&testLog{t: t})}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
 
-	p, err := c.PlaceRelay(ctx, data)
-	if err != nil {
-		t.Fatalf("PlaceRelay: %v", err)
-	}
-	sum := sha256.Sum256(data)
-	if want := path.Join(e.c.DataRoot, ".bin", "sluice-relay-"+hex.EncodeToString(sum[:])[:16]); p != want {
-		t.Errorf("PlaceRelay = %s; want %s", p, want)
-	}
-	t.Logf("first PlaceRelay: %v", cc.take())
+		p, err := c.PlaceRelay(ctx, data)
+		if err != nil {
+			t.Fatalf("PlaceRelay: %v", err)
+		}
+		sum := sha256.Sum256(data)
+		if want := path.Join(e.c.DataRoot, ".bin", "sluice-relay-"+hex.EncodeToString(sum[:])[:16]); p != want {
+			t.Errorf("PlaceRelay = %s; want %s", p, want)
+		}
+		t.Logf("first PlaceRelay: %v", cc.take())
 
-	again, err := c.PlaceRelay(ctx, data)
-	if err != nil || again != p {
-		t.Fatalf("second PlaceRelay = %s, %v; want %s", again, err, p)
-	}
-	if calls := cc.take(); len(calls) != 0 {
-		t.Errorf("second PlaceRelay made remote calls %v; want none", calls)
-	}
+		again, err := c.PlaceRelay(ctx, data)
+		if err != nil || again != p {
+			t.Fatalf("second PlaceRelay = %s, %v; want %s", again, err, p)
+		}
+		if calls := cc.take(); len(calls) != 0 {
+			t.Errorf("second PlaceRelay made remote calls %v; want none", calls)
+		}
 
-	// What is on the site, asked directly.
-	out, err := e.c.Site.Run(ctx, nil, "stat", "-c", "%A %U", path.Dir(p), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := e.rig.Get(t, "RIG_USER")
-	if want := "drwx------ " + user + "\n-r-x------ " + user + "\n"; string(out) != want {
-		t.Errorf("on the site:\n%s\nwant:\n%s", out, want)
-	}
-	out, err = e.c.Site.Run(ctx, nil, "sha256sum", p)
-	if err != nil || !strings.HasPrefix(string(out), hex.EncodeToString(sum[:])+" ") {
-		t.Errorf("sha256sum on the site: %q, %v; want %x", out, err, sum)
-	}
+		// What is on the site, asked directly.
+		out, err := e.c.Site.Run(ctx, nil, "stat", "-c", "%A %U", path.Dir(p), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		user := e.rig.Get(t, "RIG_USER")
+		if want := "drwx------ " + user + "\n-r-x------ " + user + "\n"; string(out) != want {
+			t.Errorf("on the site:\n%s\nwant:\n%s", out, want)
+		}
+		out, err = e.c.Site.Run(ctx, nil, "sha256sum", p)
+		if err != nil || !strings.HasPrefix(string(out), hex.EncodeToString(sum[:])+" ") {
+			t.Errorf("sha256sum on the site: %q, %v; want %x", out, err, sum)
+		}
+	})
 }
 
 // nodeClient connects to the rig's compute node as the job's user, through
@@ -202,42 +204,44 @@ func (e *rigEnv) reverseJob(t *testing.T, relayPath string, client string) *Job 
 }
 
 func TestRigReverseReachesRedisByName(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	relayPath := placeRigRelay(t, e)
-	node := nodeClient(t, e)
-	job := e.reverseJob(t, relayPath, "head -n 2 /etc/hosts; printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
-	ref := e.submit(t, job)
-	dir := job.Reverse.SocketDir(job.UID)
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		relayPath := placeRigRelay(t, e)
+		node := nodeClient(t, e)
+		job := e.reverseJob(t, relayPath, "head -n 2 /etc/hosts; printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
+		ref := e.submit(t, job)
+		dir := job.Reverse.SocketDir(job.UID)
 
-	// The shadow's part: once the job has made the socket directory, a
-	// remote forward from its socket to Redis.
-	waitOnNode(t, node, "socket directory", "test -f "+dir+"/"+relay.ReadyFile)
-	ln, err := node.ListenUnix(path.Join(dir, relay.SocketName(6379)))
-	if err != nil {
-		t.Fatalf("remote forward: %v", err)
-	}
-	forwardTo(t, ln, e.rig.Get(t, "RIG_REDIS_ADDR"))
-	user := e.rig.Get(t, "RIG_USER")
-	modes, err := onNode(node, "stat -c '%A %U' "+dir+" "+dir+"/"+relay.SocketName(6379))
-	if want := "drwx------ " + user + "\nsrw------- " + user + "\n"; err != nil || modes != want {
-		t.Errorf("on the node: %q, %v; want %q", modes, err, want)
-	}
+		// The shadow's part: once the job has made the socket directory, a
+		// remote forward from its socket to Redis.
+		waitOnNode(t, node, "socket directory", "test -f "+dir+"/"+relay.ReadyFile)
+		ln, err := node.ListenUnix(path.Join(dir, relay.SocketName(6379)))
+		if err != nil {
+			t.Fatalf("remote forward: %v", err)
+		}
+		forwardTo(t, ln, e.rig.Get(t, "RIG_REDIS_ADDR"))
+		user := e.rig.Get(t, "RIG_USER")
+		modes, err := onNode(node, "stat -c '%A %U' "+dir+" "+dir+"/"+relay.SocketName(6379))
+		if want := "drwx------ " + user + "\nsrw------- " + user + "\n"; err != nil || modes != want {
+			t.Errorf("on the node: %q, %v; want %q", modes, err, want)
+		}
 
-	st := e.wait(t, ref, "final", final)
-	if st.State != StateCompleted || st.Exit == nil || st.Exit.Code != 0 {
-		t.Errorf("status %+v; want COMPLETED with 0", st)
-	}
-	want := "# sluice: the reverse tunnel\n" + relayAddrOf(t, job).String() + " redis\n+PONG\r\n+OK\r\n"
-	if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != want {
-		t.Errorf("client log %q; want %q", got, want)
-	}
-	if out, err := onNode(node, "test -e "+dir); err == nil {
-		t.Errorf("socket directory %s is still there after the job: %s", dir, out)
-	}
-	if t.Failed() {
-		out, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
-		t.Logf("job.out:\n%s", out)
-	}
+		st := e.wait(t, ref, "final", final)
+		if st.State != StateCompleted || st.Exit == nil || st.Exit.Code != 0 {
+			t.Errorf("status %+v; want COMPLETED with 0", st)
+		}
+		want := "# sluice: the reverse tunnel\n" + relayAddrOf(t, job).String() + " redis\n+PONG\r\n+OK\r\n"
+		if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); got != want {
+			t.Errorf("client log %q; want %q", got, want)
+		}
+		if out, err := onNode(node, "test -e "+dir); err == nil {
+			t.Errorf("socket directory %s is still there after the job: %s", dir, out)
+		}
+		if t.Failed() {
+			out, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			t.Logf("job.out:\n%s", out)
+		}
+	})
 }
 
 // failedJobOut waits for ref to fail and returns its job.out.
@@ -258,25 +262,29 @@ func (e *rigEnv) failedJobOut(t *testing.T, ref JobRef) string {
 }
 
 func TestRigReverseWithoutTunnelFails(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	job := e.reverseJob(t, placeRigRelay(t, e), "echo never")
-	job.Reverse.Timeout = 3 * time.Second
-	ref := e.submit(t, job)
-	out := e.failedJobOut(t, ref)
-	want := "sluice: reverse tunnel not up after 3s in " + job.Reverse.SocketDir(job.UID) +
-		": the tunnel's sockets are missing: rev-6379.sock"
-	if !strings.Contains(out, want) || strings.Contains(out, "relay is not ready") {
-		t.Errorf("job.out:\n%s\nwant it to hold %q, and not that the relay is not ready", out, want)
-	}
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		job := e.reverseJob(t, placeRigRelay(t, e), "echo never")
+		job.Reverse.Timeout = 3 * time.Second
+		ref := e.submit(t, job)
+		out := e.failedJobOut(t, ref)
+		want := "sluice: reverse tunnel not up after 3s in " + job.Reverse.SocketDir(job.UID) +
+			": the tunnel's sockets are missing: rev-6379.sock"
+		if !strings.Contains(out, want) || strings.Contains(out, "relay is not ready") {
+			t.Errorf("job.out:\n%s\nwant it to hold %q, and not that the relay is not ready", out, want)
+		}
+	})
 }
 
 func TestRigReverseWithoutSocketDirRootFails(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	job := e.reverseJob(t, placeRigRelay(t, e), "echo never")
-	job.Reverse.SocketDirRoot = ""
-	ref := e.submit(t, job)
-	out := e.failedJobOut(t, ref)
-	if want := "sluice: reverse tunnel: the site sets no SocketDirRoot"; !strings.Contains(out, want) {
-		t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
-	}
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		job := e.reverseJob(t, placeRigRelay(t, e), "echo never")
+		job.Reverse.SocketDirRoot = ""
+		ref := e.submit(t, job)
+		out := e.failedJobOut(t, ref)
+		if want := "sluice: reverse tunnel: the site sets no SocketDirRoot"; !strings.Contains(out, want) {
+			t.Errorf("job.out:\n%s\nwant it to hold %q", out, want)
+		}
+	})
 }

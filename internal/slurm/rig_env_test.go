@@ -77,28 +77,22 @@ type rigEnv struct {
 	node string
 }
 
-func newRigEnv(t *testing.T, runtime Runtime) *rigEnv {
+// newRigEnv connects to the login node of the site on as alice, and checks that
+// the site runs the Slurm it is named for.
+func newRigEnv(t *testing.T, on rigSite, runtime Runtime) *rigEnv {
 	t.Helper()
-	return newRigSiteEnv(t, runtime, "")
-}
-
-// newRigSiteEnv is newRigEnv on one of the rig's sites: "" the first
-// (Slurm 22.05), "SITE2_" the second (Slurm 24.11), as rig.env names
-// their keys.
-func newRigSiteEnv(t *testing.T, runtime Runtime, siteKey string) *rigEnv {
-	t.Helper()
-	rig := testrig.Load(t)
+	rig := on.rig
 	signer, err := sshx.Signer(rig.Get(t, "RIG_KEY"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostKeys, err := sshx.HostKeys(rig.Get(t, "RIG_"+siteKey+"KNOWN_HOSTS"))
+	hostKeys, err := sshx.HostKeys(rig.Get(t, "RIG_KNOWN_HOSTS"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(&testLog{t: t})
 	r, err := site.NewSSH(site.SSHConfig{
-		Addr:            net.JoinHostPort(rig.Get(t, "RIG_"+siteKey+"LOGIN_ADDR"), rig.Get(t, "RIG_"+siteKey+"LOGIN_PORT")),
+		Addr:            net.JoinHostPort(rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT")),
 		User:            rig.Get(t, "RIG_USER"),
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyCallback: hostKeys,
@@ -108,13 +102,22 @@ func newRigSiteEnv(t *testing.T, runtime Runtime, siteKey string) *rigEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := r.Run(ctx, nil, "sbatch", "--version")
+	if err != nil {
+		t.Fatalf("sbatch --version: %v", err)
+	}
+	if m := sbatchVersion.FindSubmatch(out); m == nil || !strings.HasPrefix(string(m[1]), on.slurm+".") {
+		t.Fatalf("sbatch --version on the site of Slurm %s: %q", on.slurm, out)
+	}
 	cs := &countingSite{Runner: r, runs: map[string]int{}}
 	return &rigEnv{
-		c: &Client{Site: cs, DataRoot: rig.Get(t, "RIG_"+siteKey+"DATA_ROOT"), Runtime: runtime,
+		c: &Client{Site: cs, DataRoot: rig.Get(t, "RIG_DATA_ROOT"), Runtime: runtime,
 			Logger: logger, PollInterval: 200 * time.Millisecond},
 		site: cs,
 		rig:  rig,
-		node: rig.Get(t, "RIG_"+siteKey+"NODE_NAME"),
+		node: rig.Get(t, "RIG_NODE_NAME"),
 	}
 }
 

@@ -18,56 +18,58 @@ import (
 // sbatch too, in words sbatchRefused takes for a refusal (so that a job
 // that got past would fail its pod rather than be submitted again).
 func TestRigSbatchRefusesWhatSluiceRefuses(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	job := e.shJob(t, nil, [][2]string{{"main", "echo ARGUMENT"}})
-	job.PreExec = "echo PREEXEC"
-	job.Flags = []string{"--partition=debug"} // the rig's partition
-	dir := path.Join(e.c.DataRoot, "rig", job.UID)
-	script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: e.c.Runtime})
-	if err != nil {
-		t.Fatalf("Script: %v", err)
-	}
-	// what sluice would have sent, had it not refused these inputs
-	for _, tc := range []struct {
-		name     string
-		old, new string
-		refused  error  // what sluice says
-		sbatch   string // what sbatch says
-	}{
-		{"CR LF in an argument", "echo ARGUMENT", "echo a\r\nb", checkScriptText("a\r\nb"), "DOS line breaks"},
-		{"NUL in an argument", "echo ARGUMENT", "echo a\x00b", checkScriptText("a\x00b"), "NULL character"},
-		{"CR LF in the pre-exec", "echo PREEXEC", "module load x\r\necho ok", checkScriptText("x\r\n"), "DOS line breaks"},
-		{"unknown option", "--partition=debug", "--foo=1", ValidateFlag("--foo=1"), "unrecognized option '--foo=1'"},
-		{"option without its value", "--partition=debug", "--qos", ValidateFlag("--qos"), "option '--qos' requires an argument"},
-		{"value of an option that takes none", "--partition=debug", "--contiguous=yes", ValidateFlag("--contiguous=yes"), "option '--contiguous' doesn't allow an argument"},
-		{"ambiguous abbreviation", "--partition=debug", "--mail=x", ValidateFlag("--mail=x"), "is ambiguous"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.refused == nil {
-				t.Fatalf("sluice accepts %q", tc.new)
-			}
-			bad := bytes.Replace(script, []byte(tc.old), []byte(tc.new), 1)
-			if bytes.Equal(bad, script) {
-				t.Fatalf("%q is not in the script", tc.old)
-			}
-			rerr := e.sbatchTestOnly(t, bad)
-			if rerr == nil {
-				t.Fatalf("the rig's sbatch accepted the script sluice refuses (%v)", tc.refused)
-			}
-			if !strings.Contains(rerr.Message, tc.sbatch) {
-				t.Errorf("sbatch: %s; want it to say %q", rerr.Message, tc.sbatch)
-			}
-			t.Logf("sluice: %v; sbatch: %s", tc.refused, rerr.Message)
-		})
-	}
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		job := e.shJob(t, nil, [][2]string{{"main", "echo ARGUMENT"}})
+		job.PreExec = "echo PREEXEC"
+		job.Flags = []string{"--partition=debug"} // the rig's partition
+		dir := path.Join(e.c.DataRoot, "rig", job.UID)
+		script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: e.c.Runtime})
+		if err != nil {
+			t.Fatalf("Script: %v", err)
+		}
+		// what sluice would have sent, had it not refused these inputs
+		for _, tc := range []struct {
+			name     string
+			old, new string
+			refused  error  // what sluice says
+			sbatch   string // what sbatch says
+		}{
+			{"CR LF in an argument", "echo ARGUMENT", "echo a\r\nb", checkScriptText("a\r\nb"), "DOS line breaks"},
+			{"NUL in an argument", "echo ARGUMENT", "echo a\x00b", checkScriptText("a\x00b"), "NULL character"},
+			{"CR LF in the pre-exec", "echo PREEXEC", "module load x\r\necho ok", checkScriptText("x\r\n"), "DOS line breaks"},
+			{"unknown option", "--partition=debug", "--foo=1", ValidateFlag("--foo=1"), "unrecognized option '--foo=1'"},
+			{"option without its value", "--partition=debug", "--qos", ValidateFlag("--qos"), "option '--qos' requires an argument"},
+			{"value of an option that takes none", "--partition=debug", "--contiguous=yes", ValidateFlag("--contiguous=yes"), "option '--contiguous' doesn't allow an argument"},
+			{"ambiguous abbreviation", "--partition=debug", "--mail=x", ValidateFlag("--mail=x"), "is ambiguous"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.refused == nil {
+					t.Fatalf("sluice accepts %q", tc.new)
+				}
+				bad := bytes.Replace(script, []byte(tc.old), []byte(tc.new), 1)
+				if bytes.Equal(bad, script) {
+					t.Fatalf("%q is not in the script", tc.old)
+				}
+				rerr := e.sbatchTestOnly(t, bad)
+				if rerr == nil {
+					t.Fatalf("the rig's sbatch accepted the script sluice refuses (%v)", tc.refused)
+				}
+				if !strings.Contains(rerr.Message, tc.sbatch) {
+					t.Errorf("sbatch: %s; want it to say %q", rerr.Message, tc.sbatch)
+				}
+				t.Logf("sluice: %v; sbatch: %s", tc.refused, rerr.Message)
+			})
+		}
 
-	// the script itself, and one with a lone CR, which sluice keeps, are taken
-	if rerr := e.sbatchTestOnly(t, script); rerr != nil {
-		t.Fatalf("sbatch refused sluice's script: %s", rerr.Message)
-	}
-	if rerr := e.sbatchTestOnly(t, bytes.Replace(script, []byte("echo ARGUMENT"), []byte("echo a\rb"), 1)); rerr != nil {
-		t.Errorf("sbatch refused a lone CR that sluice keeps: %s", rerr.Message)
-	}
+		// the script itself, and one with a lone CR, which sluice keeps, are taken
+		if rerr := e.sbatchTestOnly(t, script); rerr != nil {
+			t.Fatalf("sbatch refused sluice's script: %s", rerr.Message)
+		}
+		if rerr := e.sbatchTestOnly(t, bytes.Replace(script, []byte("echo ARGUMENT"), []byte("echo a\rb"), 1)); rerr != nil {
+			t.Errorf("sbatch refused a lone CR that sluice keeps: %s", rerr.Message)
+		}
+	})
 }
 
 // Every option the table learned from the rig's sbatch (LearnSbatch: the
@@ -76,29 +78,31 @@ func TestRigSbatchRefusesWhatSluiceRefuses(t *testing.T) {
 // refuses only the ways of writing an option that sbatch's parser refuses
 // (or that sluice reserves). Nothing is submitted: the script is empty.
 func TestRigSbatchKnowsTheFlagsSluiceAccepts(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	tab, _ := learnRigSbatch(t, e)
-	parserRefusal := []string{"unrecognized option", "requires an argument", "doesn't allow an argument", "is ambiguous"}
-	names := make([]string, 0, len(tab.long))
-	for name := range tab.long {
-		if reservedFlag(name) == "" {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		for _, flag := range []string{"--" + name, "--" + name + "=x"} {
-			err := tab.ValidateFlag(flag)
-			stderr := e.sbatchParse(t, flag)
-			parsed := !containsAny(strings.ToLower(stderr), parserRefusal)
-			switch {
-			case err == nil && !parsed:
-				t.Errorf("ValidateFlag accepts %s; sbatch: %s", flag, stderr)
-			case err != nil && parsed:
-				t.Errorf("ValidateFlag refuses %s (%v); sbatch's parser takes it (%s)", flag, err, stderr)
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		tab, _ := learnRigSbatch(t, e)
+		parserRefusal := []string{"unrecognized option", "requires an argument", "doesn't allow an argument", "is ambiguous"}
+		names := make([]string, 0, len(tab.long))
+		for name := range tab.long {
+			if reservedFlag(name) == "" {
+				names = append(names, name)
 			}
 		}
-	}
+		slices.Sort(names)
+		for _, name := range names {
+			for _, flag := range []string{"--" + name, "--" + name + "=x"} {
+				err := tab.ValidateFlag(flag)
+				stderr := e.sbatchParse(t, flag)
+				parsed := !containsAny(strings.ToLower(stderr), parserRefusal)
+				switch {
+				case err == nil && !parsed:
+					t.Errorf("ValidateFlag accepts %s; sbatch: %s", flag, stderr)
+				case err != nil && parsed:
+					t.Errorf("ValidateFlag refuses %s (%v); sbatch's parser takes it (%s)", flag, err, stderr)
+				}
+			}
+		}
+	})
 }
 
 // sbatchTestOnly runs sbatch --test-only on script, given on its standard
@@ -148,22 +152,24 @@ func containsAny(s string, subs []string) bool {
 // comes back as a *RefusedError, in sbatch's words: the pod fails instead
 // of being submitted again.
 func TestRigSubmitRefused(t *testing.T) {
-	e := newRigEnv(t, RuntimeCharliecloud)
-	job := e.shJob(t, nil, [][2]string{{"main", "echo never"}})
-	job.Flags = []string{"--time=soon"}
-	if err := ValidateFlag(job.Flags[0]); err != nil {
-		t.Fatalf("ValidateFlag: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	t.Cleanup(func() {
-		if err := e.c.Remove(context.Background(), e.c.Ref(job.Namespace, job.UID, "")); err != nil {
-			t.Errorf("Remove: %v", err)
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		job := e.shJob(t, nil, [][2]string{{"main", "echo never"}})
+		job.Flags = []string{"--time=soon"}
+		if err := ValidateFlag(job.Flags[0]); err != nil {
+			t.Fatalf("ValidateFlag: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		t.Cleanup(func() {
+			if err := e.c.Remove(context.Background(), e.c.Ref(job.Namespace, job.UID, "")); err != nil {
+				t.Errorf("Remove: %v", err)
+			}
+		})
+		id, err := e.c.Submit(ctx, job)
+		var rerr *RefusedError
+		if !errors.As(err, &rerr) || rerr.Message != "Invalid --time specification" {
+			t.Fatalf("Submit = %q, %v; want a *RefusedError with sbatch's message", id, err)
 		}
 	})
-	id, err := e.c.Submit(ctx, job)
-	var rerr *RefusedError
-	if !errors.As(err, &rerr) || rerr.Message != "Invalid --time specification" {
-		t.Fatalf("Submit = %q, %v; want a *RefusedError with sbatch's message", id, err)
-	}
 }

@@ -8,79 +8,73 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sluice-hpc/sluice/internal/testrig"
 )
 
 // sluice learns each rig site's sbatch from its own help and usage, keeps
 // it under DataRoot, reads it back after a restart, and checks flags as
 // that sbatch does: --tres-per-task, which 22.05 lacks, is refused on the
 // first site in the site's name (and its sbatch refuses it too), and
-// accepted on the second, Slurm 24.11 (whose sbatch takes it).
+// accepted on the second, Slurm 24.11 (whose sbatch takes it); --power,
+// which 24.11's help lists and its parser dropped, the other way round.
 func TestRigLearnSbatch(t *testing.T) {
-	for _, site := range []struct {
-		name, key string
-		tres      bool // whether its sbatch has --tres-per-task
-	}{
-		{"22.05", "", false},
-		{"24.11", "SITE2_", true},
-	} {
-		t.Run(site.name, func(t *testing.T) {
-			if _, ok := testrig.Load(t).Lookup("RIG_" + site.key + "LOGIN_ADDR"); !ok {
-				testrig.Unavailable(t, "rig.env has no second site (issue 25 item 1)")
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, RuntimeCharliecloud)
+		tab, version := learnRigSbatch(t, e)
+		// 24.11 added --tres-per-task and dropped --power (which its
+		// help still lists)
+		tres := []string{"sbatch " + version + " at the site has no option --tres-per-task", "unrecognized option"}
+		power := []string{"", ""}
+		if on.slurm != "22.05" {
+			tres, power = power, []string{"sbatch " + version + " at the site has no option --power", "unrecognized option"}
+		}
+		for _, tc := range []struct {
+			flag   string
+			refuse string // what sluice says, "" to accept
+			sbatch string // what sbatch's parser says of it, "" when it takes it
+		}{
+			{"--tres-per-task=cpu=1", tres[0], tres[1]},
+			{"--power=level", power[0], power[1]},
+			{"--hint=compute_bound", "", ""},
+			{"--exclusive=user", "", ""},
+			{"--hold=yes", "--hold takes no value", "doesn't allow an argument"},
+			{"--foo=1", "sbatch " + version + " at the site has no option --foo", "unrecognized option"},
+			// sbatch takes it; sluice keeps its own refusal
+			{"--output=x", "set by sluice", ""},
+		} {
+			err := tab.ValidateFlag(tc.flag)
+			switch {
+			case tc.refuse == "" && err != nil:
+				t.Errorf("%s: got %v; want it accepted", tc.flag, err)
+			case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse)):
+				t.Errorf("%s: got %v; want a refusal with %q", tc.flag, err, tc.refuse)
 			}
-			e := newRigSiteEnv(t, RuntimeCharliecloud, site.key)
-			tab, version := learnRigSbatch(t, e)
-			tres := []string{"sbatch " + version + " at the site has no option --tres-per-task", "unrecognized option"}
-			if site.tres {
-				tres = []string{"", ""}
+			said := e.sbatchParse(t, tc.flag)
+			if tc.sbatch != "" && !strings.Contains(said, tc.sbatch) {
+				t.Errorf("sbatch %s: %s; want %q", tc.flag, said, tc.sbatch)
 			}
-			for _, tc := range []struct {
-				flag   string
-				refuse string // what sluice says, "" to accept
-				sbatch string // what sbatch's parser says of it, "" when it takes it
-			}{
-				{"--tres-per-task=cpu=1", tres[0], tres[1]},
-				{"--hint=compute_bound", "", ""},
-				{"--exclusive=user", "", ""},
-				{"--hold=yes", "--hold takes no value", "doesn't allow an argument"},
-				{"--foo=1", "sbatch " + version + " at the site has no option --foo", "unrecognized option"},
-				// sbatch takes it; sluice keeps its own refusal
-				{"--output=x", "set by sluice", ""},
-			} {
-				err := tab.ValidateFlag(tc.flag)
-				switch {
-				case tc.refuse == "" && err != nil:
-					t.Errorf("%s: got %v; want it accepted", tc.flag, err)
-				case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse)):
-					t.Errorf("%s: got %v; want a refusal with %q", tc.flag, err, tc.refuse)
-				}
-				said := e.sbatchParse(t, tc.flag)
-				if tc.sbatch != "" && !strings.Contains(said, tc.sbatch) {
-					t.Errorf("sbatch %s: %s; want %q", tc.flag, said, tc.sbatch)
-				}
-				if tc.sbatch == "" && strings.Contains(said, "option") {
-					t.Errorf("sbatch %s: %s; want its parser to take it", tc.flag, said)
-				}
+			if tc.sbatch == "" && strings.Contains(said, "option") {
+				t.Errorf("sbatch %s: %s; want its parser to take it", tc.flag, said)
 			}
-			// what the site added is never refused where its parser takes
-			// it; a bare name in the help may pass where sbatch wants a
-			// value (--container-id): sbatch refuses that job itself
-			for _, name := range tab.Added {
-				for _, flag := range []string{"--" + name, "--" + name + "=x"} {
-					said := e.sbatchParse(t, flag)
-					parsed := !containsAny(said, []string{"unrecognized option", "requires an argument", "doesn't allow an argument"})
-					err := tab.ValidateFlag(flag)
-					if parsed && err != nil {
-						t.Errorf("%s: sluice refuses (%v) what sbatch's parser takes (%s)", flag, err, said)
-					}
-					if !parsed && err == nil {
-						t.Logf("%s: sluice passes what sbatch refuses: %s", flag, said)
-					}
+		}
+		// what the site added is never refused where its parser takes
+		// it; a bare name in the help of a release sluice has no rule
+		// for may pass where sbatch wants a value: sbatch refuses that
+		// job itself (on the rig's releases, sbatchAddedKinds leaves
+		// none: TestRigSbatchKnowsTheFlagsSluiceAccepts)
+		for _, name := range tab.Added {
+			for _, flag := range []string{"--" + name, "--" + name + "=x"} {
+				said := e.sbatchParse(t, flag)
+				parsed := !containsAny(said, []string{"unrecognized option", "requires an argument", "doesn't allow an argument"})
+				err := tab.ValidateFlag(flag)
+				if parsed && err != nil {
+					t.Errorf("%s: sluice refuses (%v) what sbatch's parser takes (%s)", flag, err, said)
+				}
+				if !parsed && err == nil {
+					t.Logf("%s: sluice passes what sbatch refuses: %s", flag, said)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // learnRigSbatch learns the options of e's sbatch into a DataRoot of the

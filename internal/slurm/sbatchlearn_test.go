@@ -78,7 +78,9 @@ func TestParseSbatchListing(t *testing.T) {
 			kinds: map[string]argKind{
 				"tres-per-task": argRequired, "tres-bind": argRequired, "oom-kill-step": argOptional,
 				// listed bare by the help alone: a value may follow '='
-				"container-id": argOptional, "resv-ports": argOptional,
+				"resv-ports": argOptional,
+				// listed bare too, but 24.11's parser requires a value
+				"container-id": argRequired,
 			},
 			short: map[byte]string{'B': "extra-node-info", 'G': "gpus"},
 		},

@@ -15,8 +15,8 @@ const (
 // sbatch's own parser says: "--name" of an option that needs a value and "--name=value"
 // of one that takes none are refused, and so is a name it does not know.
 // tasks-per-node is sbatch's alias of ntasks-per-node. The rig test
-// TestRigSbatchRefusesWhatFlagsRefuse checks the list against the rig's
-// sbatch.
+// TestRigSbatchKnowsTheFlagsSluiceAccepts checks the list, as each rig
+// site learns it (sbatchtable.go), against that site's sbatch.
 var sbatchOptions = map[string]argKind{
 	"account":             argRequired,
 	"acctg-freq":          argRequired,

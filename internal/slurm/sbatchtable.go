@@ -4,11 +4,73 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // builtinVersion is the Slurm release whose sbatch the built-in table
 // (sbatchopts.go) describes.
 const builtinVersion = "22.05"
+
+// sbatchDropped are options of the built-in table that a later sbatch's
+// parser no longer takes, by the release seen without it. That release's
+// help may list them still (24.11's lists "--power=flags" and its usage
+// "[--power=flags]", yet its parser answers "unrecognized option
+// '--power'"), so the listing alone cannot take them out of a learned
+// table. A release between 22.05 and the one named here that lacks an
+// option passes it to sbatch, which refuses the job in its own words.
+var sbatchDropped = map[string]string{
+	"power": "24.11",
+}
+
+// sbatchAddedKinds are the value rules of options newer than the built-in
+// table where a release's listings say less than its parser, as the
+// built-in table's own rules correct 22.05's: 24.11's help lists
+// "--container-id" bare, and its parser answers "option '--container-id'
+// requires an argument".
+var sbatchAddedKinds = map[string]argKind{
+	"container-id": argRequired,
+}
+
+// droppedBy is the set of sbatchDropped options that the sbatch of version
+// lacks.
+func droppedBy(version string) map[string]bool {
+	dropped := map[string]bool{}
+	for name, since := range sbatchDropped {
+		if !releaseBefore(version, since) {
+			dropped[name] = true
+		}
+	}
+	return dropped
+}
+
+// releaseBefore reports whether the Slurm release of version ("23.02.7")
+// comes before release ("24.11"). A version it cannot read is taken as no
+// earlier: what it lacks, it is taken to lack.
+func releaseBefore(version, release string) bool {
+	vMajor, vMinor, ok := majorMinor(version)
+	rMajor, rMinor, rok := majorMinor(release)
+	if !ok || !rok {
+		return false
+	}
+	return vMajor < rMajor || vMajor == rMajor && vMinor < rMinor
+}
+
+// majorMinor reads the year and month of a Slurm version: "24.11.5" is 24,
+// 11.
+func majorMinor(version string) (major, minor int, ok bool) {
+	y, rest, _ := strings.Cut(version, ".")
+	m, _, _ := strings.Cut(rest, ".")
+	major, err := strconv.Atoi(y)
+	if err != nil {
+		return 0, 0, false
+	}
+	minor, err = strconv.Atoi(m)
+	if err != nil {
+		return 0, 0, false
+	}
+	return major, minor, true
+}
 
 // SbatchOptions is what one site's sbatch accepts: its long options, whether
 // each takes a value, and its one-letter options. It holds everything sluice
@@ -98,8 +160,20 @@ func (t *SbatchOptions) String() string {
 // says: sluice writes the long name, so sbatch reads what was checked).
 func newSbatchOptions(version string, l listing) *SbatchOptions {
 	t := &SbatchOptions{Version: version, Listed: len(l.long), long: maps.Clone(sbatchOptions), short: maps.Clone(sbatchShortOptions)}
+	dropped := droppedBy(version)
+	for name := range dropped {
+		delete(t.long, name)
+	}
+	for c, name := range t.short {
+		if dropped[name] {
+			delete(t.short, c)
+		}
+	}
 	for name, kind := range l.long {
-		if _, ok := t.long[name]; !ok {
+		if _, ok := t.long[name]; !ok && !dropped[name] {
+			if k, ok := sbatchAddedKinds[name]; ok {
+				kind = k
+			}
 			t.long[name] = kind
 			t.Added = append(t.Added, name)
 		}
