@@ -3,6 +3,8 @@ package annotations
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/sluice-hpc/sluice/internal/textcut"
 )
 
 // Reason says why a pod is refused. Its values are CamelCase words that the
@@ -63,13 +65,9 @@ func (r *Refusal) Error() string {
 // that a huge annotation cannot make a huge Event.
 const maxQuoted = 96
 
-// truncate cuts s to maxQuoted bytes, marking the cut.
-func truncate(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	return s[:maxQuoted] + "..."
-}
+// truncate cuts s to maxQuoted bytes on a character boundary, marking the
+// cut.
+func truncate(s string) string { return textcut.Cut(s, maxQuoted, "...") }
 
 // quoted is truncate and strconv.Quote, for values inside a Rule.
 func quoted(s string) string { return strconv.Quote(truncate(s)) }

@@ -15,7 +15,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/sluice-hpc/sluice/internal/textcut"
 )
 
 // Status is the verdict of a check.
@@ -131,12 +132,5 @@ func clean(s string) string {
 		return r
 	}, s)
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > maxText {
-		cut := maxText
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return textcut.Cut(s, maxText, "…")
 }

@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/textcut"
 )
 
 // A pod's annotations under interLink's prefixes shape its job and its
@@ -132,12 +134,7 @@ func (p *Provider) tellChangeIgnored(pod *corev1.Pod, job slurm.JobID, changed [
 // annotations cannot make a huge Event.
 const maxNames = 512
 
-func truncateNames(s string) string {
-	if len(s) <= maxNames {
-		return s
-	}
-	return s[:maxNames] + "..."
-}
+func truncateNames(s string) string { return textcut.Cut(s, maxNames, "...") }
 
 // wakeSubmission asks a waiting submission of st to try again now.
 func (st *podState) wakeSubmission() {

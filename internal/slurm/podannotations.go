@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/textcut"
 )
 
 // ReasonAnnotationNotApplied is the reason of the Warning of an annotation
@@ -93,16 +93,7 @@ func (b *podBuilder) dropped(written []string) {
 	for i, w := range written {
 		quoted[i] = strconv.Quote(w)
 	}
-	text := strings.Join(quoted, ", ")
-	if len(text) > maxDroppedText {
-		// Cut on a rune boundary: the options are the pod's, in any
-		// script, and a split character would make the Event invalid UTF-8.
-		cut := maxDroppedText
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut] + "..."
-	}
+	text := textcut.Cut(strings.Join(quoted, ", "), maxDroppedText, "...")
 	b.job.Warnings = append(b.job.Warnings, Warning{ReasonFlagDropped, fmt.Sprintf(
 		"%s: %s dropped: sluice names the job after the pod UID, %s, to find it again", b.key(AnnotationFlags), text, b.job.UID)})
 }
