@@ -124,6 +124,15 @@ func TestAdmissionPolicyConfinesServiceAccount(t *testing.T) {
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: ref}}, metav1.CreateOptions{})
 		return err
 	}
+	// each policy is compiled on its own: the tokens' one may start later
+	// than the pods' one awaited above
+	deadline = time.Now().Add(20 * time.Second)
+	for err := token(nil); err == nil; err = token(nil) {
+		if time.Now().After(deadline) {
+			t.Fatal("a token bound to no pod still passes 20 s after the policies were made")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	refused(t, "token bound to no pod", token(nil), "bound to a pod")
 
 	for what, err := range map[string]error{
