@@ -153,6 +153,16 @@ func TestGatewayValidate(t *testing.T) {
 	if err := throughGateway().Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
 	}
+	// the chart names none of the site's credentials with the gateway
+	s = throughGateway()
+	s.KeySecret, s.LoginHostKeys, s.NodeHostKeys = "", "", ""
+	if err := s.Validate(); err != nil {
+		t.Errorf("no site credential named: %v; want accepted through the gateway", err)
+	}
+	s.GatewayAddress = ""
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "KeySecret") {
+		t.Errorf("no site credential named, no gateway: %v; want KeySecret refused", err)
+	}
 }
 
 func TestCarriedByRefusesMalformed(t *testing.T) {
