@@ -32,8 +32,8 @@ type serveFlags struct {
 func (s *serveFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&s.listen, "listen", fmt.Sprintf(":%d", defaultGatewayPort), "ADDR:PORT the shadows' SSH server listens on, ADDR an IP address or empty for all")
 	fs.StringVar(&s.hostKey, "host-key", "", "the gateway's private host key file, unencrypted, which shadows pin (required, unless --host-key-secret)")
-	fs.Var(&s.hostKeySecret, "host-key-secret", "`NAMESPACE/NAME` of a Secret holding the gateway's host key (key ssh-privatekey), made with a new ed25519 key when absent and shared by every replica")
-	fs.Var(&s.publish, "publish-host-keys", "`NAMESPACE/NAME` of the ConfigMap (key known_hosts) the public half of the host key is written to, for the shadows to pin (Network.Gateway.HostKeys); needs --advertise")
+	fs.Var(&s.hostKeySecret, "host-key-secret", "`NAMESPACE/NAME` of the Secret holding the gateway's host key (key ssh-privatekey), shared by every replica; it must exist, and is filled with a new ed25519 key when empty")
+	fs.Var(&s.publish, "publish-host-keys", "`NAMESPACE/NAME` of the ConfigMap (key known_hosts) the public half of the host key is written to, for the shadows to pin (Network.Gateway.HostKeys); it must exist, labelled app.kubernetes.io/component=gateway; needs --advertise")
 	fs.StringVar(&s.advertise, "advertise", "", "the gateway's HOST:PORT as shadows dial it (Network.Gateway.Address), the host of the published known_hosts line")
 	fs.StringVar(&s.kubeconfig, "kubeconfig", "", "kubeconfig file of the API server that reviews the shadows' tokens (default: the in-cluster configuration)")
 	fs.StringVar(&s.node, "node", "", "the virtual node whose shadows are served, as sluice-vk's NodeName (required)")

@@ -28,12 +28,12 @@ const (
 	hostKeysMapKey   = "known_hosts"
 )
 
-// hostKeyLabels mark what the gateway writes, so that it never takes over
-// an object of the same name that it did not make.
-var hostKeyLabels = map[string]string{
-	"app.kubernetes.io/managed-by": "sluice",
-	"app.kubernetes.io/component":  "gateway",
-}
+// The label that marks the gateway's objects (the chart's), so that it
+// never writes into a ConfigMap of that name it was not meant to.
+const (
+	labelComponent   = "app.kubernetes.io/component"
+	componentGateway = "gateway"
+)
 
 // objectRef names a namespaced object, NS/NAME on the command line.
 type objectRef struct{ ns, name string }
@@ -62,42 +62,51 @@ func (r *objectRef) Set(v string) error {
 	return nil
 }
 
-// ensureHostKey returns the gateway's host key kept in Secret ref, making
-// it when absent. Replicas starting together race to make it: the API
-// server's create takes one, and the others read it, so that every replica
-// presents the one key the shadows pin. The Secret is made immutable: the
-// key changes only when an operator deletes it (and restarts the gateway).
-// A Secret of that name the gateway did not make is used if it holds a
-// key, never replaced.
+// ensureHostKey returns the gateway's host key kept in Secret ref, which
+// must exist (the chart makes it empty, so that it goes with the release,
+// and the gateway needs no right to create Secrets). The first replica to
+// find it empty fills it with a new ed25519 key; replicas starting
+// together race to update it, the API server takes one update (the
+// others' resourceVersion is stale), and the losers read the winner's key:
+// every replica presents the one key the shadows pin. A key already there
+// is used as it is, made by the gateway or by an operator.
 func ensureHostKey(ctx context.Context, client kubernetes.Interface, ref objectRef, log *slog.Logger) (ssh.Signer, error) {
 	secrets := client.CoreV1().Secrets(ref.ns)
-	s, err := secrets.Get(ctx, ref.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		var made *corev1.Secret
-		if made, err = newHostKeySecret(ref); err != nil {
+	for range 3 {
+		s, err := secrets.Get(ctx, ref.name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("host key secret %s: %w", ref, err)
+		}
+		if pem := s.Data[hostKeySecretKey]; len(pem) > 0 {
+			key, err := ssh.ParsePrivateKey(pem)
+			if err != nil {
+				return nil, fmt.Errorf("host key secret %s: key %s: %w", ref, hostKeySecretKey, err)
+			}
+			return key, nil
+		}
+		pem, err := newHostKey()
+		if err != nil {
 			return nil, err
 		}
-		s, err = secrets.Create(ctx, made, metav1.CreateOptions{})
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[hostKeySecretKey] = pem
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
 			log.Info("gateway host key made", "secret", ref.String())
-		case apierrors.IsAlreadyExists(err):
-			// Another replica made it first: its key is the one.
-			s, err = secrets.Get(ctx, ref.name, metav1.GetOptions{})
+			return ssh.ParsePrivateKey(pem)
+		case !apierrors.IsConflict(err):
+			return nil, fmt.Errorf("host key secret %s: %w", ref, err)
 		}
+		// Another replica filled it first: its key is the one.
 	}
-	if err != nil {
-		return nil, fmt.Errorf("host key secret %s: %w", ref, err)
-	}
-	key, err := ssh.ParsePrivateKey(s.Data[hostKeySecretKey])
-	if err != nil {
-		return nil, fmt.Errorf("host key secret %s: key %s: %w", ref, hostKeySecretKey, err)
-	}
-	return key, nil
+	return nil, fmt.Errorf("host key secret %s: changed by someone else at each attempt", ref)
 }
 
-// newHostKeySecret is a Secret ref holding a new ed25519 host key.
-func newHostKeySecret(ref objectRef) (*corev1.Secret, error) {
+// newHostKey is a new ed25519 private key, PEM-encoded in OpenSSH's format.
+func newHostKey() ([]byte, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("make host key: %w", err)
@@ -106,47 +115,37 @@ func newHostKeySecret(ref objectRef) (*corev1.Secret, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make host key: %w", err)
 	}
-	immutable := true
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: ref.name, Namespace: ref.ns, Labels: hostKeyLabels},
-		Type:       corev1.SecretTypeSSHAuth,
-		Immutable:  &immutable,
-		Data:       map[string][]byte{hostKeySecretKey: pem.EncodeToMemory(block)},
-	}, nil
+	return pem.EncodeToMemory(block), nil
 }
 
-// errNotOurs is the error of an object the gateway did not make.
+// errNotOurs is the error of an object not marked as the gateway's.
 var errNotOurs = errors.New("not made by the gateway")
 
 // publishHostKeys writes the public half of key into ConfigMap ref, as the
 // known_hosts line of addr, the gateway's HOST:PORT as shadows dial it
 // (Network.Gateway.Address): sluice-vk copies that ConfigMap into shadow
-// namespaces. It makes the ConfigMap, or updates one it made; one of that
-// name it did not make is left alone, and is an error.
+// namespaces, or the shadows of a confined node mount it. The ConfigMap
+// must exist (the chart makes it, empty, where the shadows' credentials
+// are read from) and be marked as the gateway's (label
+// app.kubernetes.io/component=gateway): one that is not is left alone,
+// and is an error.
 func publishHostKeys(ctx context.Context, client kubernetes.Interface, ref objectRef, addr string, key ssh.PublicKey, log *slog.Logger) error {
 	line := knownhosts.Line([]string{knownhosts.Normalize(addr)}, key) + "\n"
 	maps := client.CoreV1().ConfigMaps(ref.ns)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		live, err := maps.Get(ctx, ref.name, metav1.GetOptions{})
 		switch {
-		case apierrors.IsNotFound(err):
-			_, err = maps.Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: ref.name, Namespace: ref.ns, Labels: hostKeyLabels},
-				Data:       map[string]string{hostKeysMapKey: line},
-			}, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				// Another replica made it meanwhile: judged again.
-				return apierrors.NewConflict(corev1.Resource("configmaps"), ref.name, err)
-			}
-			return err
 		case err != nil:
 			return err
-		case live.Labels["app.kubernetes.io/component"] != hostKeyLabels["app.kubernetes.io/component"]:
-			return fmt.Errorf("%w (no label app.kubernetes.io/component=gateway)", errNotOurs)
+		case live.Labels[labelComponent] != componentGateway:
+			return fmt.Errorf("%w (no label %s=%s)", errNotOurs, labelComponent, componentGateway)
 		case live.Data[hostKeysMapKey] == line:
 			return nil
 		}
-		live.Data = map[string]string{hostKeysMapKey: line}
+		if live.Data == nil {
+			live.Data = map[string]string{}
+		}
+		live.Data[hostKeysMapKey] = line
 		_, err = maps.Update(ctx, live, metav1.UpdateOptions{})
 		return err
 	})

@@ -12,8 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/sshx"
@@ -28,110 +26,107 @@ import (
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// TestEnsureHostKeyRace: two replicas starting together both find no
-// Secret; one makes it, the other reads it, and both present the same
-// key, which is ed25519, in an immutable ssh-auth Secret.
+// emptySecret is the Secret the chart makes for the gateway's host key.
+func emptySecret(name string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "sluice", Name: name,
+		Labels: map[string]string{labelComponent: componentGateway}}}
+}
+
+// TestEnsureHostKeyRace: the first replica to find the Secret empty fills
+// it with an ed25519 key, which a restart (an upgrade) keeps. A replica
+// whose update loses the race (another filled it meanwhile: a conflict)
+// reads and presents the winner's key, not its own.
 func TestEnsureHostKeyRace(t *testing.T) {
-	c := fake.NewClientset()
-	// Both replicas' first get finds nothing, as when they start at once.
-	var gets atomic.Int32
-	c.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if gets.Add(1) <= 2 {
-			return true, nil, apierrors.NewNotFound(corev1.Resource("secrets"), "gw-host-key")
-		}
-		return false, nil, nil
-	})
+	ctx := context.Background()
+	c := fake.NewClientset(emptySecret("gw-host-key"))
 	ref := objectRef{"sluice", "gw-host-key"}
-	var keys [2]ssh.Signer
-	var errs [2]error
-	var started, wg sync.WaitGroup
-	started.Add(2)
-	for i := range keys {
-		wg.Go(func() {
-			started.Done()
-			started.Wait()
-			keys[i], errs[i] = ensureHostKey(context.Background(), c, ref, quiet)
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("replica %d: %v", i, err)
-		}
-	}
-	if !bytes.Equal(keys[0].PublicKey().Marshal(), keys[1].PublicKey().Marshal()) {
-		t.Errorf("replicas present %s and %s; want one key", ssh.FingerprintSHA256(keys[0].PublicKey()), ssh.FingerprintSHA256(keys[1].PublicKey()))
-	}
-	if keys[0].PublicKey().Type() != ssh.KeyAlgoED25519 {
-		t.Errorf("key type %s; want ed25519", keys[0].PublicKey().Type())
-	}
-	s, err := c.CoreV1().Secrets("sluice").Get(context.Background(), "gw-host-key", metav1.GetOptions{})
+	first, err := ensureHostKey(ctx, c, ref, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Type != corev1.SecretTypeSSHAuth || s.Immutable == nil || !*s.Immutable || s.Labels["app.kubernetes.io/component"] != "gateway" {
-		t.Errorf("secret type %s, immutable %v, labels %v", s.Type, s.Immutable, s.Labels)
+	if first.PublicKey().Type() != ssh.KeyAlgoED25519 {
+		t.Errorf("key type %s; want ed25519", first.PublicKey().Type())
 	}
-	// A restart (an upgrade) keeps the key.
-	again, err := ensureHostKey(context.Background(), c, ref, quiet)
-	if err != nil || !bytes.Equal(again.PublicKey().Marshal(), keys[0].PublicKey().Marshal()) {
-		t.Errorf("after a restart: %v, %v; want the same key", again, err)
+	again, err := ensureHostKey(ctx, c, ref, quiet)
+	if err != nil || !bytes.Equal(again.PublicKey().Marshal(), first.PublicKey().Marshal()) {
+		t.Errorf("after a restart: %v; want the same key", err)
+	}
+
+	// the race: the other replica's update lands between this one's get
+	// and update
+	c = fake.NewClientset(emptySecret("gw-host-key"))
+	winnerPEM, winner := newKeyPEM(t)
+	var updates int
+	c.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		updates++
+		if updates > 1 {
+			return false, nil, nil
+		}
+		won := emptySecret("gw-host-key")
+		won.Data = map[string][]byte{hostKeySecretKey: winnerPEM}
+		if err := c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), won, "sluice"); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), "gw-host-key", errors.New("the object has been modified"))
+	})
+	got, err := ensureHostKey(ctx, c, ref, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.PublicKey().Marshal(), winner.PublicKey().Marshal()) {
+		t.Errorf("after losing the race: %s; want the winner's %s", ssh.FingerprintSHA256(got.PublicKey()), ssh.FingerprintSHA256(winner.PublicKey()))
+	}
+	if updates != 1 {
+		t.Errorf("%d updates; want the lost one only", updates)
 	}
 }
 
-// TestEnsureHostKeyExisting: a Secret an operator made with a key of
-// their own is used as it is; one with no usable key is an error naming
-// it, and is left as it was.
+// TestEnsureHostKeyExisting: a key an operator put in the Secret is used
+// as it is; one that is not a key is an error naming the Secret and left
+// as it was; a Secret that does not exist or cannot be read is an error,
+// never a key made anyway.
 func TestEnsureHostKeyExisting(t *testing.T) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	made, err := newHostKeySecret(objectRef{"sluice", "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine := made.DeepCopy()
-	mine.Name, mine.Labels, mine.Type = "mine", nil, corev1.SecretTypeOpaque
-	mine.Data = map[string][]byte{hostKeySecretKey: pem.EncodeToMemory(block)}
-	garbage := mine.DeepCopy()
-	garbage.Name, garbage.Data = "garbage", map[string][]byte{hostKeySecretKey: []byte("not a key")}
+	ctx := context.Background()
+	ownPEM, own := newKeyPEM(t)
+	mine := emptySecret("mine")
+	mine.Data = map[string][]byte{hostKeySecretKey: ownPEM}
+	garbage := emptySecret("garbage")
+	garbage.Data = map[string][]byte{hostKeySecretKey: []byte("not a key")}
 	c := fake.NewClientset(mine, garbage)
 
-	got, err := ensureHostKey(context.Background(), c, objectRef{"sluice", "mine"}, quiet)
+	got, err := ensureHostKey(ctx, c, objectRef{"sluice", "mine"}, quiet)
 	if err != nil || !bytes.Equal(got.PublicKey().Marshal(), own.PublicKey().Marshal()) {
-		t.Errorf("operator's Secret: %v; want its key", err)
+		t.Errorf("operator's key: %v; want it used", err)
 	}
-	_, err = ensureHostKey(context.Background(), c, objectRef{"sluice", "garbage"}, quiet)
+	_, err = ensureHostKey(ctx, c, objectRef{"sluice", "garbage"}, quiet)
 	if err == nil || !strings.Contains(err.Error(), "host key secret sluice/garbage: key ssh-privatekey") {
 		t.Errorf("garbage: %v; want an error naming the Secret and its key", err)
 	}
-	// The API server refusing is an error too, never a key made anyway.
+	if s, _ := c.CoreV1().Secrets("sluice").Get(ctx, "garbage", metav1.GetOptions{}); string(s.Data[hostKeySecretKey]) != "not a key" {
+		t.Errorf("garbage replaced: %q", s.Data[hostKeySecretKey])
+	}
+	if _, err := ensureHostKey(ctx, c, objectRef{"sluice", "absent"}, quiet); !apierrors.IsNotFound(err) {
+		t.Errorf("absent: %v; want not found", err)
+	}
 	c.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "gw", errors.New("no"))
+		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "mine", errors.New("no"))
 	})
-	if _, err := ensureHostKey(context.Background(), c, objectRef{"sluice", "gw"}, quiet); !apierrors.IsForbidden(err) {
+	if _, err := ensureHostKey(ctx, c, objectRef{"sluice", "mine"}, quiet); !apierrors.IsForbidden(err) {
 		t.Errorf("forbidden: %v", err)
 	}
 }
 
 // TestPublishHostKeys: the ConfigMap holds the known_hosts line that the
 // shadows' client (sshx.HostKeys) accepts for the advertised address and
-// for no other; a new key replaces the line; a ConfigMap of that name the
-// gateway did not make is refused and left as it was.
+// for no other; a new key replaces the line; a ConfigMap of that name not
+// marked as the gateway's is refused and left as it was.
 func TestPublishHostKeys(t *testing.T) {
 	ctx := context.Background()
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "sluice", Name: "theirs"},
 		Data: map[string]string{hostKeysMapKey: "x ssh-ed25519 AAAA"}}
-	c := fake.NewClientset(theirs)
+	shell := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "sluice", Name: "gw-host-keys",
+		Labels: map[string]string{labelComponent: componentGateway}}}
+	c := fake.NewClientset(theirs, shell)
 	ref := objectRef{"sluice", "gw-host-keys"}
 	const addr = "gw.sluice.svc:2222"
 	for range 2 {
@@ -170,16 +165,25 @@ func TestPublishHostKeys(t *testing.T) {
 	}
 	err := publishHostKeys(ctx, c, objectRef{"sluice", "theirs"}, addr, newSigner(t).PublicKey(), quiet)
 	if !errors.Is(err, errNotOurs) {
-		t.Errorf("a ConfigMap the gateway did not make: %v; want refused", err)
+		t.Errorf("a ConfigMap not marked as the gateway's: %v; want refused", err)
 	}
 	if cm, _ := c.CoreV1().ConfigMaps("sluice").Get(ctx, "theirs", metav1.GetOptions{}); cm.Data[hostKeysMapKey] != "x ssh-ed25519 AAAA" {
 		t.Errorf("their ConfigMap changed: %q", cm.Data[hostKeysMapKey])
 	}
+	if err := publishHostKeys(ctx, c, objectRef{"sluice", "absent"}, addr, newSigner(t).PublicKey(), quiet); !apierrors.IsNotFound(err) {
+		t.Errorf("absent: %v; want not found", err)
+	}
 }
 
-func newSigner(t *testing.T) ssh.Signer {
+// newKeyPEM is a new ed25519 key, PEM-encoded without a comment, and its
+// signer.
+func newKeyPEM(t *testing.T) ([]byte, ssh.Signer) {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +191,12 @@ func newSigner(t *testing.T) ssh.Signer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pem.EncodeToMemory(block), s
+}
+
+// newSigner is a new ed25519 key.
+func newSigner(t *testing.T) ssh.Signer {
+	t.Helper()
+	_, s := newKeyPEM(t)
 	return s
 }

@@ -72,6 +72,16 @@ func TestGatewayDeployed(t *testing.T) {
 	if h := cfg.Network.SSH; h.KeySecret != "" || h.LoginHostKeys != "" || h.NodeHostKeys != "" {
 		t.Errorf("KeySecret %q, LoginHostKeys %q, NodeHostKeys %q; want none named for the shadows", h.KeySecret, h.LoginHostKeys, h.NodeHostKeys)
 	}
+	// the host key's Secret and ConfigMap, empty: the gateway fills them
+	if len(r.gateway.secrets) != 1 || r.gateway.secrets[0].Name != "sluice-gateway-host-key" || len(r.gateway.secrets[0].Data) != 0 ||
+		len(r.gateway.configMaps) != 1 || r.gateway.configMaps[0].Namespace != "sluice-system" || len(r.gateway.configMaps[0].Data) != 0 {
+		t.Errorf("gateway Secrets %+v, ConfigMaps %+v; want the host key's and the host keys', empty", r.gateway.secrets, r.gateway.configMaps)
+	}
+	if own := render(t, "default", append(slices.Clone(tunnelOn), "--set", "gateway.hostKeySecret=my-key")...); len(own.gateway.secrets) != 0 {
+		t.Errorf("gateway.hostKeySecret: Secrets %+v; want none made", own.gateway.secrets)
+	} else if _, args := gatewayArgs(t, own); !slices.Contains(args, "--host-key-secret=sluice-system/my-key") {
+		t.Errorf("gateway.hostKeySecret: args %q", args)
+	}
 	// each Deployment's selector picks its own pods, not the other's
 	vk := r.deployments[0]
 	for _, pair := range [][2]map[string]string{
@@ -122,6 +132,10 @@ func TestGatewayConfinedNoCredentialOutside(t *testing.T) {
 		if c.Namespace != "sluice-system" {
 			t.Errorf("ConfigMap %s/%s rendered outside the release's namespace", c.Namespace, c.Name)
 		}
+	}
+	// but the gateway's host keys, where the shadows read them
+	if cms := r.gateway.configMaps; len(cms) != 1 || cms[0].Namespace != "team-a" || cms[0].Name != "sluice-gateway-host-keys" {
+		t.Errorf("gateway ConfigMaps %+v; want its host keys in team-a", cms)
 	}
 	if slices.Contains(r.deployments[0].Spec.Template.Spec.Containers[0].Args, "--publish-key-secret") {
 		t.Error("sluice-vk publishes the key Secret in the tenant namespace")
@@ -265,12 +279,14 @@ func TestGatewayRBACFollowsClientCalls(t *testing.T) {
 					granted[rt] = true
 				}
 				for _, rule := range role.Rules {
-					if slices.Contains(rule.Resources, "secrets") && slices.Contains(rule.Verbs, "get") &&
-						(role.Namespace != "sluice-system" || !slices.Equal(rule.ResourceNames, []string{"sluice-gateway-host-key"})) {
-						t.Errorf("Role %s/%s reads Secrets %v; want the host key's only", role.Namespace, role.Name, rule.ResourceNames)
-					}
-					if slices.Contains(rule.Verbs, "update") && !slices.Equal(rule.ResourceNames, []string{"sluice-gateway-host-keys"}) {
-						t.Errorf("Role %s/%s updates %v %v; want the host keys ConfigMap only", role.Namespace, role.Name, rule.Resources, rule.ResourceNames)
+					switch {
+					case slices.Contains(rule.Verbs, "create"):
+						t.Errorf("Role %s/%s creates %v; want nothing created (the chart makes the host key's objects)", role.Namespace, role.Name, rule.Resources)
+					case slices.Contains(rule.Resources, "secrets") &&
+						(role.Namespace != "sluice-system" || !slices.Equal(rule.ResourceNames, []string{"sluice-gateway-host-key"})):
+						t.Errorf("Role %s/%s: Secrets %v; want the host key's only", role.Namespace, role.Name, rule.ResourceNames)
+					case slices.Contains(rule.Verbs, "update") && rule.Resources[0] == "configmaps" && !slices.Equal(rule.ResourceNames, []string{"sluice-gateway-host-keys"}):
+						t.Errorf("Role %s/%s updates ConfigMaps %v; want the host keys' only", role.Namespace, role.Name, rule.ResourceNames)
 					}
 				}
 			}
