@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -177,4 +178,34 @@ func (r *release) checkNoSecretOutside() {
 		}
 	}
 	t.Logf("Secrets of release %s: %d, all in %s; ConfigMaps copied out of it: %d (the gateway's host keys)", r.name, kept, r.ns, copies)
+}
+
+// checkUpgradeKeepsHostKey: helm upgrade (the same chart and values) keeps
+// the host key the gateway wrote into the chart's empty Secret, and its
+// published public half: the shadows' pins stay true.
+func (r *release) checkUpgradeKeepsHostKey() {
+	t := r.e.t
+	t.Helper()
+	ctx := context.Background()
+	read := func() (string, string) {
+		s, err := r.e.client.CoreV1().Secrets(r.ns).Get(ctx, r.name+"-gateway-host-key", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the gateway's host key Secret: %v", err)
+		}
+		c, err := r.e.client.CoreV1().ConfigMaps(r.ns).Get(ctx, r.name+"-gateway-host-keys", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the gateway's host keys ConfigMap: %v", err)
+		}
+		return string(s.Data["ssh-privatekey"]), c.Data["known_hosts"]
+	}
+	key, hosts := read()
+	if key == "" || hosts == "" {
+		t.Fatalf("host key %d bytes, known_hosts %q: want both filled by the gateway", len(key), hosts)
+	}
+	if out, err := r.run("upgrade", r.name, filepath.Join(repoRoot(), "charts", "sluice"), "--namespace", r.ns, "--reuse-values", "--wait", "--timeout", "120s"); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	if k, h := read(); k != key || h != hosts {
+		t.Errorf("after helm upgrade: host key changed %v, known_hosts %q (was %q); want both kept", k != key, h, hosts)
+	}
 }

@@ -465,6 +465,7 @@ func TestHelmInstallCluster(t *testing.T) {
 	if _, err := e.client.CoreV1().ConfigMaps(e.ns+shadow.ShadowSuffix).Get(ctx, r.name+"-gateway-host-keys", metav1.GetOptions{}); err != nil {
 		t.Errorf("the gateway's host keys copied into the shadow namespace: %v", err)
 	}
+	r.checkUpgradeKeepsHostKey()
 	if lines := forbidden(r.log()); len(lines) > 0 {
 		t.Errorf("with the chart's rights, sluice-vk was refused %d calls:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
