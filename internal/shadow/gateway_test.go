@@ -44,7 +44,8 @@ func TestGatewayBuild(t *testing.T) {
 			"--node-file=/etc/sluice/node/node",
 		})
 		for _, a := range c.Args {
-			for _, site := range []string{"--login", "--user", "--key", "--certificate", "--keytab", "--bastion", "--node-known-hosts", "--reconnect-spread", "--tunnels-file"} {
+			// nor the relay's forward entry: the gateway goes through it
+			for _, site := range []string{"--login", "--user", "--key", "--certificate", "--keytab", "--bastion", "--node-known-hosts", "--reconnect-spread", "--tunnels-file", "--entry-dir-file"} {
 				if strings.HasPrefix(a, site) {
 					t.Errorf("%s passes %s through the gateway", name, a)
 				}
