@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
@@ -66,6 +68,14 @@ sleep 60
 // traffic to the site is masqueraded, so the login node cannot tell them
 // apart).
 func (r *release) loginConnections(pod *corev1.Pod) int {
+	r.e.t.Helper()
+	return r.connectionsIn(pod, "state", "established",
+		"dst", r.e.rig.Get(r.e.t, "RIG_LOGIN_ADDR"), "dport = :"+r.e.rig.Get(r.e.t, "RIG_LOGIN_PORT"))
+}
+
+// connectionsIn counts the TCP connections ss lists with filter in pod's
+// network namespace, entered through its first container's process.
+func (r *release) connectionsIn(pod *corev1.Pod, filter ...string) int {
 	t := r.e.t
 	t.Helper()
 	if len(pod.Status.ContainerStatuses) == 0 {
@@ -85,10 +95,7 @@ func (r *release) loginConnections(pod *corev1.Pod) int {
 	if pid == "" {
 		t.Fatalf("pod %s: no task of container %s", pod.Name, id)
 	}
-	login := r.e.rig.Get(t, "RIG_LOGIN_ADDR")
-	port := r.e.rig.Get(t, "RIG_LOGIN_PORT")
-	out, err = exec.Command("nsenter", "--target", pid, "--net", "ss", "-Htn", "state", "established",
-		"dst", login, "dport = :"+port).Output()
+	out, err = exec.Command("nsenter", append([]string{"--target", pid, "--net", "ss", "-Htn"}, filter...)...).Output()
 	if err != nil {
 		t.Fatalf("ss in the network namespace of pod %s: %v", pod.Name, err)
 	}
@@ -208,4 +215,154 @@ func (r *release) checkUpgradeKeepsHostKey() {
 	if k, h := read(); k != key || h != hosts {
 		t.Errorf("after helm upgrade: host key changed %v, known_hosts %q (was %q); want both kept", k != key, h, hosts)
 	}
+}
+
+// TestHelmGatewayFailover: two gateway replicas; the one carrying a pod's
+// tunnels is killed (SIGKILL of its process through the node's containerd:
+// a crash, no goodbye to anyone). The shadow's tunnels come back through
+// the Service within a generous bound, and the times are logged: the
+// forward (a cluster client's GET through the shadow, polled every
+// 100 ms) and the reverse (the job's own PING to Redis every 0.3 s,
+// timestamped by the job). Meanwhile the job's connections to its relay
+// fail: none gets an answer from anywhere but Redis.
+func TestHelmGatewayFailover(t *testing.T) {
+	r := installChart(t, true, "gateway:\n  replicas: 2\n  resources:\n    requests:\n      cpu: 10m\n      memory: 32Mi\n")
+	e := r.e
+	ctx := context.Background()
+	e.waitFor("two gateway replicas ready", 90*time.Second, func() bool {
+		ready := 0
+		for _, p := range r.gatewayPods() {
+			if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready {
+				ready++
+			}
+		}
+		return ready == 2
+	})
+
+	// the job: an HTTP server on its loopback, and a PING to Redis through
+	// the relay every 0.3 s, each answer or failure logged with the time
+	script := `busybox httpd -f -p 127.0.0.1:8080 -h /etc &
+i=0
+while [ $i -lt 400 ]; do
+	out=$(printf 'PING\r\n' | busybox nc -w 2 redis.default 6379 2>/dev/null | tr -d '\r')
+	echo "ping $(date +%s) ${out:-none}"
+	i=$((i + 1))
+	sleep 0.3
+done
+`
+	pod := e.pod("failover", script)
+	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis.default:6379"}
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	created := e.create(pod)
+	var svc *corev1.Service
+	e.waitFor("the shadow Service", 60*time.Second, func() bool {
+		s, err := e.client.CoreV1().Services(e.ns).Get(ctx, shadow.Name(created), metav1.GetOptions{})
+		svc = s
+		return err == nil && s.Spec.ClusterIP != ""
+	})
+	addr := serviceAddr(t, svc, 8080)
+	pings := func() []string {
+		b, _ := e.client.CoreV1().Pods(e.ns).GetLogs("failover", &corev1.PodLogOptions{}).DoRaw(ctx)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	e.waitFor("the job's PING answered through the reverse tunnel", 120*time.Second, func() bool {
+		l := pings()
+		return strings.HasSuffix(l[len(l)-1], " +PONG")
+	})
+	e.waitFor("the job's HTTP server through the forward tunnel", 60*time.Second, func() bool {
+		_, err := httpGet(addr, "/hosts")
+		return err == nil
+	})
+
+	// the replica that carries the shadow's connections
+	var victim *corev1.Pod
+	gws := r.gatewayPods()
+	for i := range gws {
+		if r.shadowConnections(&gws[i]) > 0 && (victim == nil || r.shadowConnections(&gws[i]) > r.shadowConnections(victim)) {
+			victim = &gws[i]
+		}
+	}
+	if victim == nil {
+		t.Fatal("no gateway replica holds the shadow's connections")
+	}
+	held := r.shadowConnections(victim)
+	before := len(pings())
+	container := strings.TrimPrefix(victim.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	killed := time.Now()
+	kill := exec.Command("ctr", "--address", e.rig.Get(t, "RIG_K8S_CONTAINERD_SOCK"), "--namespace", "k8s.io",
+		"tasks", "kill", "--signal", "SIGKILL", container)
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("kill gateway %s: %v\n%s", victim.Name, err, out)
+	}
+
+	// The victim carried one or both of the shadow's connections (the
+	// Service spreads them): a tunnel whose connection was there fails
+	// and comes back; the other never fails.
+	// the forward: the first GET that works again, polled every 100 ms
+	var forwardBack time.Duration
+	failed := 0
+	e.waitFor("the forward tunnel back", 60*time.Second, func() bool {
+		_, err := httpGet(addr, "/hosts")
+		if err != nil {
+			failed++
+			time.Sleep(100 * time.Millisecond)
+			return false
+		}
+		forwardBack = time.Since(killed)
+		return failed > 0 || forwardBack > 5*time.Second
+	})
+	// the reverse: the first +PONG after an unanswered PING, by the job's
+	// clock (whole seconds)
+	var lost, back int64
+	e.waitFor("the reverse tunnel back", 60*time.Second, func() bool {
+		lost, back = 0, 0
+		for _, l := range pings()[before:] {
+			f := strings.Fields(l)
+			if len(f) != 3 || f[0] != "ping" {
+				continue
+			}
+			at, _ := strconv.ParseInt(f[1], 10, 64)
+			switch {
+			case f[2] != "+PONG" && lost == 0:
+				lost = at
+			case f[2] == "+PONG" && lost != 0:
+				back = at
+				return true
+			}
+		}
+		return lost == 0 && time.Since(killed) > 10*time.Second
+	})
+	var answers, none int
+	for _, l := range pings()[before:] {
+		switch f := strings.Fields(l); {
+		case len(f) != 3:
+		case f[2] == "+PONG":
+			answers++
+		case f[2] == "none":
+			none++
+		default:
+			t.Errorf("the job's PING got %q: an answer from something else than Redis", l)
+		}
+	}
+	forward, reverse := "not carried by it", "not carried by it"
+	if failed > 0 {
+		forward = fmt.Sprintf("back after %s (%d GETs failed)", forwardBack.Round(100*time.Millisecond), failed)
+	}
+	if lost != 0 {
+		reverse = fmt.Sprintf("back %d s after the kill by the job's clock (%d PINGs unanswered meanwhile, none answered by another)", back-killed.Unix(), none)
+	}
+	t.Logf("gateway %s (%d of the shadow's connections) killed (SIGKILL): forward %s; reverse %s; %d PINGs answered by Redis since",
+		victim.Name, held, forward, reverse, answers)
+	switch {
+	case failed == 0 && lost == 0:
+		t.Errorf("neither tunnel failed when gateway %s, holding %d of the shadow's connections, was killed", victim.Name, held)
+	case failed > 0 && forwardBack > 30*time.Second, lost != 0 && back-killed.Unix() > 30:
+		t.Errorf("tunnels back after %s (forward) and %d s (reverse); want within 30 s", forwardBack, back-killed.Unix())
+	}
+}
+
+// shadowConnections counts the shadows' connections established to gateway
+// pod gw (its port 2222), in its network namespace.
+func (r *release) shadowConnections(gw *corev1.Pod) int {
+	return r.connectionsIn(gw, "state", "established", "sport = :2222")
 }
