@@ -111,6 +111,9 @@ func TestGatewayDeployed(t *testing.T) {
 	if cfg := renderedConfig(t, off); cfg.Network.Gateway.Address != "" || cfg.Network.SSH.KeySecret != "sluice-ssh" {
 		t.Errorf("gateway.enabled false: Gateway %+v, KeySecret %q; want the shadows logging in with the chart's key", cfg.Network.Gateway, cfg.Network.SSH.KeySecret)
 	}
+	if _, args := gatewayArgs(t, render(t, "default", append(slices.Clone(tunnelOn), "--set", "config.Network.SSH.LoginHost=fd00::2", "--set", "config.Network.SSH.Port=2022")...)); !slices.Contains(args, "--login=[fd00::2]:2022") {
+		t.Errorf("IPv6 login host: args %q; want --login=[fd00::2]:2022", args)
+	}
 	if _, err := template(t, "-f", values("default"), "--set", "config.Network.EnableTunnel=true"); err == nil || !strings.Contains(err.Error(), "credentials.nodeKnownHosts is required with gateway.enabled") {
 		t.Errorf("gateway without the nodes' host keys: %v; want refused", err)
 	}

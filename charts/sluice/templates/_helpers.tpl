@@ -276,3 +276,13 @@ that is not confined, in the tenant namespace's Role on a confined one. */}}
     resources: [replicasets, deployments]
     verbs: [get]
 {{- end -}}
+
+{{/* HOST:PORT of (list host port), an IPv6 address in brackets. */}}
+{{- define "sluice.hostPort" -}}
+{{- $host := index . 0 | toString -}}
+{{- if contains ":" $host -}}
+{{- printf "[%s]:%v" $host (index . 1) -}}
+{{- else -}}
+{{- printf "%s:%v" $host (index . 1) -}}
+{{- end -}}
+{{- end -}}
