@@ -184,7 +184,7 @@ func (r *release) checkNoSecretOutside() {
 			t.Errorf("ConfigMap %s/%s copied from %s; want only the gateway's host keys copied", c.Namespace, c.Name, c.Annotations[shadow.AnnotationCopyOf])
 		}
 	}
-	t.Logf("Secrets of release %s: %d, all in %s; ConfigMaps copied out of it: %d (the gateway's host keys)", r.name, kept, r.ns, copies)
+	t.Logf("Secrets of release %s: %d, all in %s; ConfigMaps copied out of it: %d, all the gateway's host keys", r.name, kept, r.ns, copies)
 }
 
 // checkUpgradeKeepsHostKey: helm upgrade (the same chart and values) keeps
