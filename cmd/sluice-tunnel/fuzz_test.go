@@ -91,3 +91,28 @@ func FuzzParseListenAddr(f *testing.F) {
 		}
 	})
 }
+
+// FuzzObjectRef checks that --host-key-secret and --publish-host-keys values
+// never panic, that an accepted one names a namespace and an object with
+// no slash, and that it reads back the same.
+func FuzzObjectRef(f *testing.F) {
+	for _, s := range []string{"sluice/gw-host-key", "sluice/a.b", "x", "/x", "ns/", "a/b/c", "NS/x", "ns/X", "ns/../x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var r objectRef
+		if err := r.Set(s); err != nil {
+			if r != (objectRef{}) {
+				t.Fatalf("Set(%q) failed (%v) but kept %+v", s, err, r)
+			}
+			return
+		}
+		if r.ns == "" || r.name == "" || strings.Contains(r.name, "/") || r.name == ".." {
+			t.Fatalf("Set(%q) accepted %+v", s, r)
+		}
+		var back objectRef
+		if err := back.Set(r.String()); err != nil || back != r {
+			t.Fatalf("Set(%q) = %+v, which reads %+v, %v", s, r, back, err)
+		}
+	})
+}

@@ -68,6 +68,9 @@ func (c *config) checkGateway(raw *rawFlags) []error {
 		if raw.target != string(tunnel.TargetNode) {
 			errs = append(errs, fmt.Errorf("--gateway: --target=%s: the gateway forwards to the node only", raw.target))
 		}
+		if c.entry != "" {
+			errs = append(errs, errors.New("--gateway: --entry-dir-file not allowed: the gateway reaches the job through its relay's forward entry itself"))
+		}
 	case modeReverse:
 		if c.sshd != tunnel.SshdNode || c.nodeExec != tunnel.NodeExecSSH || raw.socksPort != 0 {
 			errs = append(errs, errors.New("--gateway: --sshd=userspace, --node-exec=srun and --socks-port are not carried by the gateway yet"))

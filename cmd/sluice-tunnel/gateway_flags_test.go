@@ -31,6 +31,14 @@ func TestGatewayServeFlags(t *testing.T) {
 		{"no node file", append(slices.Clone(ok), "--node-file=/n"), []string{"flag provided but not defined: -node-file"}},
 		{"not a client", append(slices.Clone(ok), "--gateway=gw:2222"), []string{"flag provided but not defined: -gateway"}},
 		{"argument", append(slices.Clone(ok), "extra"), []string{`unexpected argument "extra"`}},
+		{"key kept in a secret", slices.Concat(site, []string{"--host-key-secret=sluice/gw-key", "--publish-host-keys=sluice/gw-keys",
+			"--advertise=gw.sluice.svc:2222", "--node=vk1", "--credentials-namespace=sluice"}), nil},
+		{"two host keys", append(slices.Clone(ok), "--host-key-secret=sluice/gw-key"), []string{"--host-key and --host-key-secret: give one"}},
+		{"bad secret", append(slices.Clone(own[1:]), slices.Concat(site, []string{"--host-key-secret=gw-key"})...), []string{"-host-key-secret", "want NAMESPACE/NAME"}},
+		{"bad secret name", append(slices.Clone(ok), "--publish-host-keys=sluice/Not_A_Name", "--advertise=gw:2222"), []string{"-publish-host-keys", "is not a name"}},
+		{"publish without address", append(slices.Clone(ok), "--publish-host-keys=sluice/gw-keys"), []string{"--advertise is required with --publish-host-keys"}},
+		{"address without publish", append(slices.Clone(ok), "--advertise=gw:2222"), []string{"--advertise is only for --publish-host-keys"}},
+		{"bad address", append(slices.Clone(ok), "--publish-host-keys=sluice/gw-keys", "--advertise=gw"), []string{"--advertise:", "is not HOST:PORT"}},
 	} {
 		c, err := parseArgs(modeGateway, tc.args)
 		if tc.want == nil {

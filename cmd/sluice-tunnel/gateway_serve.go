@@ -26,21 +26,26 @@ const (
 )
 
 // gatewayServer is a gateway ready to serve: its files read, its client
-// made, before any address is listened on.
+// made, before any address is listened on. Its host key is read at start
+// when kept in a Secret (hostKey nil until then).
 type gatewayServer struct {
 	hostKey ssh.Signer
+	client  kubernetes.Interface
 	auth    *gateway.TokenAuthenticator
 	site    *gateway.Site
 }
 
-// loadGateway reads the gateway's host key and kube configuration and
+// loadGateway reads the gateway's host key file and kube configuration and
 // makes its authenticator; hop is the site's access. A file missing or
 // unusable is a configuration error naming its flag.
 func loadGateway(c *config, hop *tunnel.Hop, log *slog.Logger) (*gatewayServer, error) {
-	// The host key comes from a Secret shared through the pod's fsGroup.
-	key, err := sshx.PodSigner(c.serve.hostKey)
-	if err != nil {
-		return nil, fmt.Errorf("--host-key: %w", err)
+	var key ssh.Signer
+	if c.serve.hostKey != "" {
+		// The host key comes from a Secret shared through the pod's fsGroup.
+		var err error
+		if key, err = sshx.PodSigner(c.serve.hostKey); err != nil {
+			return nil, fmt.Errorf("--host-key: %w", err)
+		}
 	}
 	rc, err := kubeconfig.Load(c.serve.kubeconfig)
 	if err != nil {
@@ -64,13 +69,31 @@ func loadGateway(c *config, hop *tunnel.Hop, log *slog.Logger) (*gatewayServer, 
 	if err != nil {
 		return nil, err
 	}
-	return &gatewayServer{hostKey: key, auth: auth, site: &gateway.Site{Hop: hop, Log: log}}, nil
+	return &gatewayServer{hostKey: key, client: client, auth: auth, site: &gateway.Site{Hop: hop, Log: log}}, nil
+}
+
+// hostKeys takes the host key from its Secret when c keeps it there, and
+// publishes its public half when c asks, before the gateway serves: a
+// shadow pins what the ConfigMap says.
+func (g *gatewayServer) hostKeys(ctx context.Context, c *config, log *slog.Logger) error {
+	if c.serve.hostKeySecret.name != "" {
+		key, err := ensureHostKey(ctx, g.client, c.serve.hostKeySecret, log)
+		if err != nil {
+			return err
+		}
+		g.hostKey = key
+	}
+	if c.serve.publish.name == "" {
+		return nil
+	}
+	return publishHostKeys(ctx, g.client, c.serve.publish, c.serve.advertise, g.hostKey.PublicKey(), log)
 }
 
 // serveGateway serves shadows on c's listen address until ctx ends, with
 // its metrics server when c asks for one, then closes every shadow's
 // connection and the site's. It returns an error only when it cannot
-// start (an address it cannot listen on); a site that cannot be reached is
+// start (its host key not kept or published, an address it cannot listen
+// on); a site that cannot be reached is
 // logged and retried at the next shadow's connection.
 func serveGateway(ctx context.Context, c *config, g *gatewayServer, log *slog.Logger) error {
 	var wg sync.WaitGroup
@@ -79,6 +102,9 @@ func serveGateway(ctx context.Context, c *config, g *gatewayServer, log *slog.Lo
 		cancel()
 		wg.Wait()
 	}()
+	if err := g.hostKeys(ctx, c, log); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", c.serve.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

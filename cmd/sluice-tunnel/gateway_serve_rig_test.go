@@ -4,9 +4,7 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,7 +18,6 @@ import (
 	"github.com/sluice-hpc/sluice/internal/gateway"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/testrig"
-	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,20 +145,9 @@ func TestGatewayServeRig(t *testing.T) {
 // and the known_hosts line pinning it at addr.
 func writeHostKey(t *testing.T, addr string) (file, line string) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, signer := newKeyPEM(t)
 	file = filepath.Join(t.TempDir(), "host_key")
-	if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := os.WriteFile(file, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return file, knownhosts.Line([]string{addr}, signer.PublicKey()) + "\n"

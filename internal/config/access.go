@@ -108,7 +108,7 @@ func (c *Config) validateAccess(bad reporter) {
 			absPath(bad, key+".KnownHostsFile", b.KnownHostsFile, false)
 			absPath(bad, key+".KeyFile", b.KeyFile, false)
 		}
-		if c.Network.EnableTunnel && c.Network.ShadowMode == "ssh" && b.HostKeys == "" {
+		if c.Network.shadowsLogIn() && b.HostKeys == "" {
 			bad(key+".HostKeys", "is required with Network.EnableTunnel: the shadows pin the bastion's host key from this ConfigMap")
 		}
 		for k, name := range map[string]string{key + ".HostKeys": b.HostKeys, key + ".KeySecret": b.KeySecret} {

@@ -32,3 +32,10 @@ func (g Gateway) validate(bad func(key, format string, args ...any)) {
 		bad("Network.Gateway.HostKeys", "%s", strings.Join(msgs, "; "))
 	}
 }
+
+// shadowsLogIn says that the shadows log in to the site themselves: the
+// tunnel is on, with no gateway. Only then must the site's credentials be
+// named for them (a keytab Secret, the bastion's host keys and key).
+func (n Network) shadowsLogIn() bool {
+	return n.EnableTunnel && n.ShadowMode == "ssh" && n.Gateway.Address == ""
+}

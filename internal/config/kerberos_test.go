@@ -18,6 +18,10 @@ func TestKerberosAccepted(t *testing.T) {
 		"shadows":        shadowKerberos("    KeytabSecret: hpc-keytab\n    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2]\n"),
 		"shadows behind a bastion": shadowKerberos("    KeytabSecret: hpc-keytab\n    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2]\n" +
 			"    Bastion:\n      Host: 10.0.0.9\n      KeyFile: /bk\n      KnownHostsFile: /bkh\n      HostKeys: hpc-bastion-hosts\n      KeySecret: hpc-bastion-key\n"),
+		// the gateway logs in: the shadows name nothing of the site's
+		"shadows through the gateway": strings.Replace(shadowKerberos("    Realm: SLUICE.RIG\n    KDCs: [10.251.1.2]\n"+
+			"    Bastion:\n      Host: 10.0.0.9\n      KeyFile: /bk\n      KnownHostsFile: /bkh\n"),
+			"  EnableTunnel: true\n", "  EnableTunnel: true\n  Gateway:\n    Address: gw.sluice.svc:2222\n", 1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := Parse([]byte(src))

@@ -101,7 +101,7 @@ func (c *Config) Validate() error {
 	if h.CertificateWarnBefore < 0 {
 		bad("Network.SSH.CertificateWarnBefore", "must not be negative, got %s", h.CertificateWarnBefore)
 	}
-	h.Kerberos.validate(bad, h.Auth, s.Access, n.EnableTunnel && n.ShadowMode == "ssh", h.Bastion)
+	h.Kerberos.validate(bad, h.Auth, s.Access, n.shadowsLogIn(), h.Bastion)
 	if s.Access == AccessSSH {
 		if h.Auth == "publickey" {
 			absPath(bad, "Network.SSH.KeyFile", h.KeyFile, true)

@@ -47,7 +47,9 @@ func (s Spec) forwardArgs(ports []int32, metrics int32, relayed bool) []string {
 		"--ports="+strings.Join(list, ","),
 		"--listen=$("+podIPEnv+")",
 	)
-	if relayed && s.ForwardTarget == "node" {
+	if relayed && s.ForwardTarget == "node" && !s.gatewayOn() {
+		// Through the gateway the shadow asks for 127.0.0.1:PORT and the
+		// gateway itself goes through the relay's forward entry.
 		args = append(args, "--entry-dir-file="+path.Join(mountNode, SocketDirKey))
 	}
 	return append(args, "--metrics="+metricsAddr(metrics))

@@ -1,10 +1,14 @@
 package shadow
 
 import (
+	"context"
+	"fmt"
 	"path"
+	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/hostname"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -87,4 +91,23 @@ func (s Spec) validateGateway(bad func(field, format string, args ...any)) {
 	if msgs := validation.IsDNS1123Subdomain(s.GatewayHostKeys); len(msgs) > 0 {
 		bad("GatewayHostKeys", "%q: %v", s.GatewayHostKeys, msgs)
 	}
+}
+
+// gatewayPublished checks that the gateway has published its host keys in
+// the credentials namespace (the chart makes that ConfigMap empty, and the
+// gateway fills it at start), where a shadow's come from when they are
+// copied or when the shadow lives there. A shadow made before would mount an empty
+// known_hosts, its copy or, on a confined node, the ConfigMap itself, and
+// could pin no gateway: until then Ensure returns this error, and the pod
+// waits and is tried again.
+func (m *Manager) gatewayPublished(ctx context.Context) error {
+	cm, err := m.Client.CoreV1().ConfigMaps(m.Spec.CredentialsNamespace).Get(ctx, m.Spec.GatewayHostKeys, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("shadow: read the gateway's host keys %s/%s: %w", m.Spec.CredentialsNamespace, m.Spec.GatewayHostKeys, err)
+	}
+	if strings.TrimSpace(cm.Data[keyKnownHosts]) == "" {
+		return fmt.Errorf("shadow: the gateway has not published its host keys in %s/%s (key %s) yet",
+			m.Spec.CredentialsNamespace, m.Spec.GatewayHostKeys, keyKnownHosts)
+	}
+	return nil
 }

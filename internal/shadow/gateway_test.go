@@ -44,7 +44,8 @@ func TestGatewayBuild(t *testing.T) {
 			"--node-file=/etc/sluice/node/node",
 		})
 		for _, a := range c.Args {
-			for _, site := range []string{"--login", "--user", "--key", "--certificate", "--keytab", "--bastion", "--node-known-hosts", "--reconnect-spread", "--tunnels-file"} {
+			// nor the relay's forward entry: the gateway goes through it
+			for _, site := range []string{"--login", "--user", "--key", "--certificate", "--keytab", "--bastion", "--node-known-hosts", "--reconnect-spread", "--tunnels-file", "--entry-dir-file"} {
 				if strings.HasPrefix(a, site) {
 					t.Errorf("%s passes %s through the gateway", name, a)
 				}
@@ -118,16 +119,29 @@ func TestGatewayReplicatesNoSecret(t *testing.T) {
 }
 
 // TestGatewayPublishesNoKey: on a confined node whose key Secret would be
-// written from the key file, the gateway leaves it unwritten.
+// written from the key file, the gateway leaves it unwritten; a shadow
+// waits until the gateway has published its host keys.
 func TestGatewayPublishesNoKey(t *testing.T) {
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "ssh-privatekey")
 	writeKey(t, file, "KEY1")
 	s := publishing(file)
 	s.GatewayAddress, s.GatewayHostKeys = "sluice-gateway.hpc-tenant.svc:2222", "sluice-gateway-host-keys"
-	c := newFake()
+	// the chart's ConfigMap, which the gateway has not filled yet
+	hosts := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "hpc-tenant", Name: "sluice-gateway-host-keys"}}
+	c := newFake(hosts)
 	m, _ := newManager(t, c, s)
 	pod := testPod("hpc-tenant", "web", withPorts("8080"))
+	if _, err := m.Ensure(ctx, pod); err == nil || !strings.Contains(err.Error(), "the gateway has not published its host keys in hpc-tenant/sluice-gateway-host-keys") {
+		t.Fatalf("Ensure before the gateway published its host keys: %v; want the pod to wait", err)
+	}
+	if d, err := c.AppsV1().Deployments("hpc-tenant").List(ctx, metav1.ListOptions{}); err != nil || len(d.Items) != 0 {
+		t.Errorf("shadows made before the host keys: %v, %v; want none", d, err)
+	}
+	hosts.Data = map[string]string{"known_hosts": "[sluice-gateway.hpc-tenant.svc]:2222 ssh-ed25519 GGGG\n"}
+	if _, err := c.CoreV1().ConfigMaps("hpc-tenant").Update(ctx, hosts, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := m.Ensure(ctx, pod); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
@@ -152,6 +166,16 @@ func TestGatewayValidate(t *testing.T) {
 	}
 	if err := throughGateway().Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
+	}
+	// the chart names none of the site's credentials with the gateway
+	s = throughGateway()
+	s.KeySecret, s.LoginHostKeys, s.NodeHostKeys = "", "", ""
+	if err := s.Validate(); err != nil {
+		t.Errorf("no site credential named: %v; want accepted through the gateway", err)
+	}
+	s.GatewayAddress = ""
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "KeySecret") {
+		t.Errorf("no site credential named, no gateway: %v; want KeySecret refused", err)
 	}
 }
 

@@ -90,6 +90,13 @@ func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
 			return nil, fmt.Errorf("shadow: admission of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
+	if m.Spec.gatewayOn() && (o.Forward || o.Reverse) && (m.Spec.ReplicateCredentials || m.Spec.CredentialsNamespace == o.Namespace) {
+		// The shadow reads the gateway's host keys from the credentials
+		// namespace: copied from there, or there itself.
+		if err := m.gatewayPublished(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if m.Spec.ReplicateCredentials && m.Spec.CredentialsNamespace != o.Namespace && (o.Forward || o.Reverse) {
 		if err := m.replicate(ctx, pod, o.Namespace); err != nil {
 			return nil, err

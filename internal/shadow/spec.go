@@ -166,9 +166,13 @@ func (s Spec) Validate() error {
 	if s.User == "" || strings.ContainsAny(s.User, " \t\n=\"'$`\\") {
 		bad("User", "%q is not a user name", s.User)
 	}
-	s.validateLogin(bad)
-	subdomain("LoginHostKeys", s.LoginHostKeys)
-	subdomain("NodeHostKeys", s.NodeHostKeys)
+	if !s.gatewayOn() {
+		// Through the gateway a shadow names none of the site's
+		// credentials: they need not exist.
+		s.validateLogin(bad)
+		subdomain("LoginHostKeys", s.LoginHostKeys)
+		subdomain("NodeHostKeys", s.NodeHostKeys)
+	}
 	if s.ForwardTarget != "node" && s.ForwardTarget != "login" {
 		bad("ForwardTarget", "must be node or login, got %q", s.ForwardTarget)
 	}

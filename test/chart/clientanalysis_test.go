@@ -24,21 +24,84 @@ import (
 // The walk over sluice-vk's Go source that finds its requests (see
 // clientcalls_test.go for what a request is).
 
-// calls is what clientCalls found, once per test binary.
-var calls struct {
-	once sync.Once
-	uses []use
-	err  error
+// analysed is what clientCallsOf found for a command, once per test
+// binary.
+type analysed struct {
+	once  sync.Once
+	uses  []use
+	calls map[string][]string
+	err   error
 }
+
+var calls sync.Map // command package → *analysed
 
 // clientCalls returns the requests sluice-vk's source can make.
 func clientCalls(t *testing.T) []use {
 	t.Helper()
-	calls.once.Do(func() { calls.uses, calls.err = analyse() })
-	if calls.err != nil {
-		t.Fatal(calls.err)
+	return clientCallsOf(t, "./cmd/sluice-vk")
+}
+
+// clientCallsOf returns the requests the source of the command cmd (a
+// package path relative to the module's root) can make.
+func clientCallsOf(t *testing.T, cmd string) []use {
+	t.Helper()
+	v, _ := calls.LoadOrStore(cmd, &analysed{})
+	a := v.(*analysed)
+	a.once.Do(func() { a.uses, a.calls, a.err = analyse(cmd) })
+	if a.err != nil {
+		t.Fatal(a.err)
 	}
-	return calls.uses
+	return a.uses
+}
+
+// clientCallsFrom returns the requests of the command cmd that the
+// functions of the packages roots (import paths) make, or the functions of
+// this module they call, directly or not: what a command that links a
+// package for a few of its functions asks for. A call through an interface
+// or a function value is followed only within the roots (all of whose
+// functions count).
+func clientCallsFrom(t *testing.T, cmd string, roots ...string) []use {
+	t.Helper()
+	uses := clientCallsOf(t, cmd)
+	v, _ := calls.Load(cmd)
+	edges := v.(*analysed).calls
+	reached := map[string]bool{}
+	var walk func(fn string)
+	walk = func(fn string) {
+		if reached[fn] {
+			return
+		}
+		reached[fn] = true
+		for _, callee := range edges[fn] {
+			walk(callee)
+		}
+	}
+	for fn := range edges {
+		if slices.ContainsFunc(roots, func(root string) bool { return funcPackage(fn) == root }) {
+			walk(fn)
+		}
+	}
+	var out []use
+	for _, u := range uses {
+		if reached[u.fn] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// funcPackage is the import path of the function named fn, as
+// types.Func.FullName writes it: "path.F" or "(*path.T).M".
+func funcPackage(fn string) string {
+	fn = strings.TrimPrefix(strings.TrimPrefix(fn, "("), "*")
+	if i := strings.Index(fn, ")"); i >= 0 {
+		fn = fn[:i]
+	}
+	slash := max(strings.LastIndex(fn, "/"), 0)
+	if dot := strings.Index(fn[slash:], "."); dot >= 0 {
+		return fn[:slash+dot]
+	}
+	return fn
 }
 
 // listed is a package as `go list -json` gives it.
@@ -51,18 +114,18 @@ type listed struct {
 	Module     *struct{ Path string }
 }
 
-// analyse type-checks the packages of this module that sluice-vk links,
-// against the export data `go list -export` leaves for their dependencies
-// (no source of client-go or virtual-kubelet is read), and collects their
-// requests.
-func analyse() ([]use, error) {
-	cmd := exec.Command("go", "list", "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,CgoFiles,Module", "./cmd/sluice-vk")
+// analyse type-checks the packages of this module that the command pkg
+// links, against the export data `go list -export` leaves for their
+// dependencies (no source of client-go or virtual-kubelet is read), and
+// collects their requests.
+func analyse(pkg string) ([]use, map[string][]string, error) {
+	cmd := exec.Command("go", "list", "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,CgoFiles,Module", pkg)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list: %w: %s", err, stderr.String())
+		return nil, nil, fmt.Errorf("go list: %w: %s", err, stderr.String())
 	}
 	exports := map[string]string{}
 	var ours []listed
@@ -71,12 +134,12 @@ func analyse() ([]use, error) {
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return nil, fmt.Errorf("go list: %w", err)
+			return nil, nil, fmt.Errorf("go list: %w", err)
 		}
 		exports[p.ImportPath] = p.Export
 		if p.Module != nil && p.Module.Path == module {
 			if len(p.CgoFiles) > 0 {
-				return nil, fmt.Errorf("%s: cgo files are not read", p.ImportPath)
+				return nil, nil, fmt.Errorf("%s: cgo files are not read", p.ImportPath)
 			}
 			ours = append(ours, p)
 		}
@@ -89,13 +152,13 @@ func analyse() ([]use, error) {
 		}
 		return os.Open(f)
 	})
-	a := &analysis{fset: fset}
+	a := &analysis{fset: fset, calls: map[string][]string{}}
 	for _, p := range ours {
 		var files []*ast.File
 		for _, name := range p.GoFiles {
 			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			files = append(files, f)
 		}
@@ -106,14 +169,14 @@ func analyse() ([]use, error) {
 		}
 		conf := types.Config{Importer: imp}
 		if _, err := conf.Check(p.ImportPath, fset, files, info); err != nil {
-			return nil, fmt.Errorf("type-check %s: %w", p.ImportPath, err)
+			return nil, nil, fmt.Errorf("type-check %s: %w", p.ImportPath, err)
 		}
 		a.info = info
 		for _, f := range files {
 			a.file(f)
 		}
 	}
-	return a.uses, errors.Join(a.errs...)
+	return a.uses, a.calls, errors.Join(a.errs...)
 }
 
 type analysis struct {
@@ -123,7 +186,9 @@ type analysis struct {
 	// variable.
 	assigned map[types.Object][]ast.Expr
 	uses     []use
-	errs     []error
+	// calls are the functions of this module each function calls by name
+	calls map[string][]string
+	errs  []error
 }
 
 func (a *analysis) fail(n ast.Node, format string, args ...any) {
@@ -167,7 +232,15 @@ func (a *analysis) file(f *ast.File) {
 			continue
 		}
 		fn := a.info.Defs[fd.Name].(*types.Func).FullName()
+		if _, ok := a.calls[fn]; !ok {
+			a.calls[fn] = nil // a function that calls nothing is known too
+		}
 		ast.PreorderStack(fd.Body, nil, func(n ast.Node, stack []ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if callee := a.callee(call.Fun); callee != nil && callee.Pkg() != nil && strings.HasPrefix(callee.Pkg().Path(), module) {
+					a.calls[fn] = append(a.calls[fn], callee.Origin().FullName())
+				}
+			}
 			if e, ok := n.(ast.Expr); ok && len(stack) > 0 {
 				a.expr(fn, e, stack)
 			}

@@ -96,10 +96,10 @@ func TestCertificateReachesSluiceVKAndShadows(t *testing.T) {
 // keytab (credentials.keytab, base64) in its Secret, mounts it into
 // sluice-vk as KeytabFile, names it KeytabSecret for the shadows, and makes
 // no key Secret; the uninstall hook deletes its copies. sluice-vk accepts
-// the configuration.
+// the configuration. (Without the gateway: with it, TestGatewayAccess.)
 func TestKerberosKeytab(t *testing.T) {
 	keytab := []byte("\x05\x02 not a real keytab")
-	r := render(t, "default", "--set", "config.Network.EnableTunnel=true",
+	r := render(t, "default", "--set", "config.Network.EnableTunnel=true", "--set", "gateway.enabled=false",
 		"--set", "config.Network.SSH.Auth=kerberos", "--set", "config.Network.SSH.Principal=alice",
 		"--set", "config.Network.SSH.Realm=EXAMPLE.ORG", "--set", "config.Network.SSH.KDCs={kdc.example.org}",
 		"--set", "credentials.keytab="+base64.StdEncoding.EncodeToString(keytab),
@@ -127,9 +127,10 @@ func TestKerberosKeytab(t *testing.T) {
 
 // TestBastionHostKeys: credentials.bastionKnownHosts becomes a ConfigMap
 // mounted into sluice-vk as Bastion.KnownHostsFile and named
-// Bastion.HostKeys for the shadows.
+// Bastion.HostKeys for the shadows (without the gateway: with it,
+// TestGatewayAccess).
 func TestBastionHostKeys(t *testing.T) {
-	r := render(t, "default", "--set", "config.Network.EnableTunnel=true",
+	r := render(t, "default", "--set", "config.Network.EnableTunnel=true", "--set", "gateway.enabled=false",
 		"--set", "config.Network.SSH.Bastion.Host=bastion.example.org",
 		"--set-string", "credentials.bastionKnownHosts=bastion.example.org ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHvDu7+u6LHSGVVvkSSp2nTp5z+mJVUfnxfhVRnbjXtn",
 		"--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA")

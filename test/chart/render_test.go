@@ -30,10 +30,18 @@ type rendered struct {
 	vaps         []*admissionv1.ValidatingAdmissionPolicy
 	vapBindings  []*admissionv1.ValidatingAdmissionPolicyBinding
 	other        []string // kinds outside the client-go scheme
+	services     []*corev1.Service
 	// hooks are the objects of Helm hooks (helm.sh/hook), apart from
 	// sluice-vk's own
 	hooks []runtime.Object
+	// gateway are the tunnel gateway's objects (label
+	// app.kubernetes.io/component=gateway), apart from sluice-vk's; nil
+	// when there are none
+	gateway *rendered
 }
+
+// componentLabel marks the gateway's objects.
+const componentLabel = "app.kubernetes.io/component"
 
 func render(t *testing.T, name string, args ...string) rendered {
 	t.Helper()
@@ -68,6 +76,21 @@ func decode(t *testing.T, out string) rendered {
 			r.hooks = append(r.hooks, obj)
 			continue
 		}
+		into := &r
+		if m, ok := obj.(metav1.Object); ok && m.GetLabels()[componentLabel] == "gateway" {
+			if r.gateway == nil {
+				r.gateway = &rendered{}
+			}
+			into = r.gateway
+		}
+		into.add(obj)
+	}
+	return r
+}
+
+// add files obj by its kind.
+func (r *rendered) add(obj runtime.Object) {
+	{
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
 			r.deployments = append(r.deployments, o)
@@ -87,9 +110,10 @@ func decode(t *testing.T, out string) rendered {
 			r.vaps = append(r.vaps, o)
 		case *admissionv1.ValidatingAdmissionPolicyBinding:
 			r.vapBindings = append(r.vapBindings, o)
+		case *corev1.Service:
+			r.services = append(r.services, o)
 		}
 	}
-	return r
 }
 
 func (r rendered) configMap(t *testing.T, ns, name string) *corev1.ConfigMap {
@@ -128,8 +152,9 @@ func TestConfigValidatedBySluice(t *testing.T) {
 			if !slices.Contains(c.Args, "--internal-ip=$(POD_IP)") {
 				t.Errorf("args %q: no --internal-ip from the pod's IP", c.Args)
 			}
-			if name == "tenant" && (!cfg.Network.RefuseForeignPods || cfg.Network.SSH.KeySecret != "sluice-key") {
-				t.Errorf("tenant: RefuseForeignPods %v, KeySecret %q; want true and the existing Secret", cfg.Network.RefuseForeignPods, cfg.Network.SSH.KeySecret)
+			if name == "tenant" && (!cfg.Network.RefuseForeignPods || cfg.Network.SSH.KeySecret != "" || cfg.Network.Gateway.Address == "") {
+				t.Errorf("tenant: RefuseForeignPods %v, KeySecret %q, Gateway %+v; want true, and the gateway instead of a key Secret",
+					cfg.Network.RefuseForeignPods, cfg.Network.SSH.KeySecret, cfg.Network.Gateway)
 			}
 		})
 	}
@@ -141,9 +166,10 @@ var namespaced = []string{"configmaps", "secrets", "services", "deployments", "s
 
 // TestTenantRBAC: a confined node's ClusterRole gives no right on
 // ConfigMaps, Secrets, Services, Deployments or namespaces; its Role in the
-// tenant namespace does, and its credentials are made there.
+// tenant namespace does and, without the gateway, its credentials are made
+// there (with it, TestGatewayConfinedNoCredentialOutside).
 func TestTenantRBAC(t *testing.T) {
-	r := render(t, "tenant")
+	r := render(t, "tenant", "--set", "gateway.enabled=false")
 	if len(r.clusterRoles) != 1 {
 		t.Fatalf("%d ClusterRoles; want 1", len(r.clusterRoles))
 	}

@@ -111,6 +111,10 @@ func installChartWith(t *testing.T, confined bool, extra string, before func(r *
 	if before != nil {
 		before(r)
 	}
+	if !strings.Contains(extra, "gateway:") {
+		// one replica, asking little: the tests share the rig's one node
+		extra += "gateway:\n  replicas: 1\n  resources:\n    requests:\n      cpu: 10m\n      memory: 32Mi\n"
+	}
 	values := fmt.Sprintf(`config:
   NodeName: %s
   Site:
@@ -173,7 +177,7 @@ func (r *release) run(args ...string) (string, error) {
 func (r *release) vkPods() []corev1.Pod {
 	r.e.t.Helper()
 	list, err := r.e.client.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/instance=" + r.name,
+		LabelSelector: "app.kubernetes.io/name=sluice,app.kubernetes.io/instance=" + r.name,
 	})
 	if err != nil {
 		r.e.t.Fatalf("sluice-vk's pods: %v", err)
@@ -230,10 +234,10 @@ func (r *release) podLog(name string, previous bool) []logLine {
 }
 
 func (r *release) dumpLog() {
-	for _, p := range r.vkPods() {
+	for _, p := range append(r.vkPods(), r.gatewayPods()...) {
 		for _, l := range r.podLog(p.Name, false) {
 			if l.Level != "DEBUG" {
-				r.e.t.Logf("sluice-vk %s: %s", p.Name, l.raw)
+				r.e.t.Logf("%s: %s", p.Name, l.raw)
 			}
 		}
 	}
@@ -289,8 +293,12 @@ func TestHelmInstallConfined(t *testing.T) {
 	}
 	t.Logf("kubectl logs hello (through sluice-vk at %s): %q", vk.Status.PodIP, strings.TrimSpace(string(b)))
 
-	// forward and reverse tunnels, the shadow in the tenant namespace
+	// forward and reverse tunnels through the gateway, the shadows in the
+	// tenant namespace, none holding a connection to the site
 	e.runTunnels(e.ns)
+	e.reverseOnly(2)
+	r.checkGatewayConnections(e.ns)
+	r.checkNoSecretOutside()
 	if _, err := e.client.CoreV1().Namespaces().Get(ctx, e.ns+shadow.ShadowSuffix, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s%s: %v; want none on a confined node", e.ns, shadow.ShadowSuffix, err)
 	}
@@ -440,20 +448,24 @@ leaderElection:
 }
 
 // TestHelmInstallCluster: the chart for a node that is not confined: with
-// the ClusterRole's rights, sluice-vk makes the shadow namespace, copies the
-// credentials the chart made in its own namespace there, and the pod's
-// forward and reverse tunnels work; no call is refused by RBAC nor by the
-// chart's admission policies (on). helm uninstall deletes the copies.
+// the ClusterRole's rights, sluice-vk makes the shadow namespace, copies
+// only the gateway's host keys there, and the pods' forward and reverse
+// tunnels work through the gateway, which alone holds connections to the
+// login node (at most M+1 for jobs on M nodes); no call is refused by RBAC
+// nor by the chart's admission policies (on). helm uninstall deletes the
+// copies.
 func TestHelmInstallCluster(t *testing.T) {
 	r := installChart(t, false, "admissionPolicy:\n  enabled: true\n")
 	e := r.e
 	e.runTunnels(e.ns + shadow.ShadowSuffix)
+	e.reverseOnly(2)
+	r.checkGatewayConnections(e.ns + shadow.ShadowSuffix)
+	r.checkNoSecretOutside()
 	ctx := context.Background()
-	for _, name := range []string{r.name + "-ssh"} {
-		if _, err := e.client.CoreV1().Secrets(e.ns+shadow.ShadowSuffix).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			t.Errorf("credential %s copied into the shadow namespace: %v", name, err)
-		}
+	if _, err := e.client.CoreV1().ConfigMaps(e.ns+shadow.ShadowSuffix).Get(ctx, r.name+"-gateway-host-keys", metav1.GetOptions{}); err != nil {
+		t.Errorf("the gateway's host keys copied into the shadow namespace: %v", err)
 	}
+	r.checkUpgradeKeepsHostKey()
 	if lines := forbidden(r.log()); len(lines) > 0 {
 		t.Errorf("with the chart's rights, sluice-vk was refused %d calls:\n%s", len(lines), strings.Join(lines, "\n"))
 	}

@@ -78,15 +78,72 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- if and .Values.config.Network.EnableTunnel (ne (.Values.config.Network.ShadowMode | default "ssh") "none") -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when the chart deploys the tunnel gateway: gateway.enabled,
+with the tunnels on. */}}
+{{- define "sluice.gateway" -}}
+{{- if and .Values.gateway.enabled (include "sluice.tunnel" .) -}}true{{- end -}}
+{{- end -}}
+
+{{- define "sluice.gatewayName" -}}
+{{- printf "%s-gateway" (include "sluice.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sluice.gatewaySelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-gateway
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "sluice.gatewayLabels" -}}
+{{ include "sluice.gatewaySelectorLabels" . }}
+app.kubernetes.io/component: gateway
+app.kubernetes.io/version: {{ include "sluice.tag" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The gateway's address as shadows dial it: its Service, by the name
+that resolves from every namespace. */}}
+{{- define "sluice.gatewayAddress" -}}
+{{- printf "%s.%s.svc:%d" (include "sluice.gatewayName" .) .Release.Namespace (int .Values.gateway.port) -}}
+{{- end -}}
+
+{{/* The ConfigMap of the gateway's host keys, which the gateway publishes
+where the shadows read their credentials from. */}}
+{{- define "sluice.gatewayHostKeys" -}}
+{{- printf "%s-host-keys" (include "sluice.gatewayName" .) -}}
+{{- end -}}
+
+{{- define "sluice.gatewayHostKeySecret" -}}
+{{- default (printf "%s-host-key" (include "sluice.gatewayName" .)) .Values.gateway.hostKeySecret -}}
+{{- end -}}
+
+{{- define "sluice.gatewayImage" -}}
+{{- $tag := default (include "sluice.tag" .) .Values.gateway.image.tag -}}
+{{- with .Values.gateway.image.digest -}}
+{{- printf "%s@%s" $.Values.gateway.image.repository . -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.gateway.image.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The configuration file: config with what the chart fills in. */}}
 {{- define "sluice.config" -}}
 {{- $c := deepCopy .Values.config -}}
 {{- $net := $c.Network | default dict -}}
 {{- $ssh := $net.SSH | default dict -}}
 {{- $node := $c.Node | default dict -}}
+{{- /* with the gateway, the shadows name none of the site's credentials:
+they carry the gateway's address and host keys only */}}
+{{- $shadowsLogIn := and (include "sluice.tunnel" .) (not (include "sluice.gateway" .)) -}}
+{{- if include "sluice.gateway" . -}}
+{{- $gw := $net.Gateway | default dict -}}
+{{- $_ := set $gw "Address" (include "sluice.gatewayAddress" .) -}}
+{{- $_ := set $gw "HostKeys" (include "sluice.gatewayHostKeys" .) -}}
+{{- $_ := set $net "Gateway" $gw -}}
+{{- end -}}
 {{- if include "sluice.kerberos" . -}}
 {{- $_ := set $ssh "KeytabFile" ($ssh.KeytabFile | default "/etc/sluice/krb5/keytab") -}}
-{{- if include "sluice.tunnel" . -}}
+{{- if $shadowsLogIn -}}
 {{- $_ := set $ssh "KeytabSecret" ($ssh.KeytabSecret | default (include "sluice.keytabSecret" .)) -}}
 {{- end -}}
 {{- else -}}
@@ -95,7 +152,7 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- if .Values.credentials.bastionKnownHosts -}}
 {{- $b := $ssh.Bastion | default dict -}}
 {{- $_ := set $b "KnownHostsFile" ($b.KnownHostsFile | default "/etc/sluice/bastion_known_hosts/known_hosts") -}}
-{{- if include "sluice.tunnel" . -}}
+{{- if $shadowsLogIn -}}
 {{- $_ := set $b "HostKeys" ($b.HostKeys | default (include "sluice.bastionHostKeys" .)) -}}
 {{- end -}}
 {{- $_ := set $ssh "Bastion" $b -}}
@@ -108,10 +165,10 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- $_ := set $ssh "CertificateFile" ($ssh.CertificateFile | default "/etc/sluice/ssh/ssh-certificate") -}}
 {{- $_ := set $ssh "KeySecretCertificate" true -}}
 {{- end -}}
-{{- if and (include "sluice.tunnel" .) (not (include "sluice.kerberos" .)) -}}
+{{- if and $shadowsLogIn (not (include "sluice.kerberos" .)) -}}
 {{- $_ := set $ssh "KeySecret" ($ssh.KeySecret | default (include "sluice.keySecret" .)) -}}
 {{- end -}}
-{{- if include "sluice.tunnel" . -}}
+{{- if $shadowsLogIn -}}
 {{- $_ := set $ssh "LoginHostKeys" ($ssh.LoginHostKeys | default (include "sluice.loginHostKeys" .)) -}}
 {{- if .Values.credentials.nodeKnownHosts -}}
 {{- $_ := set $ssh "NodeHostKeys" ($ssh.NodeHostKeys | default (include "sluice.nodeHostKeys" .)) -}}
@@ -204,5 +261,28 @@ free port picked at start, which cannot be named. */}}
 {{- fail (printf "config.%s %q: want host:port" .key .value) -}}
 {{- end -}}
 {{- int $port -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What the gateway reads to make a shadow's grant: cluster-wide on a node
+that is not confined, in the tenant namespace's Role on a confined one. */}}
+{{- define "sluice.gatewayGrantRules" }}
+  # the shadow pod, its ReplicaSet and Deployment, its node ConfigMap (and,
+  # in the release's namespace, the records of the shadow namespaces)
+  - apiGroups: [""]
+    resources: [pods, configmaps]
+    verbs: [get]
+  - apiGroups: [apps]
+    resources: [replicasets, deployments]
+    verbs: [get]
+{{- end -}}
+
+{{/* HOST:PORT of (list host port), an IPv6 address in brackets. */}}
+{{- define "sluice.hostPort" -}}
+{{- $host := index . 0 | toString -}}
+{{- if contains ":" $host -}}
+{{- printf "[%s]:%v" $host (index . 1) -}}
+{{- else -}}
+{{- printf "%s:%v" $host (index . 1) -}}
 {{- end -}}
 {{- end -}}
