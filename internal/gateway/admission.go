@@ -23,6 +23,7 @@ type admission struct {
 	total   int
 	open    map[string]int      // handshakes in progress, by source
 	sources map[string]*penalty // failures, by source
+	pruned  time.Time           // when sources was last swept
 }
 
 // penalty is a source's record of failed handshakes.
@@ -42,10 +43,13 @@ const (
 	// forgetFailures is how long after its last failure a source's
 	// record is forgotten.
 	forgetFailures = 5 * time.Minute
-	// maxSources bounds the records of failing sources; past it, the
-	// oldest are forgotten first only when they expire, and new sources
-	// go unrecorded rather than grow the map.
+	// maxSources bounds the records of failing sources; while it is
+	// reached, a new failing source goes unrecorded rather than grow the
+	// map, and the map is swept for expired records at most once every
+	// pruneEvery, so that a flood of new sources does not make each
+	// failure walk every record under the lock.
 	maxSources = 1 << 16
+	pruneEvery = time.Second
 )
 
 func newAdmission(max, perSource int) *admission {
@@ -112,7 +116,9 @@ func (a *admission) done(src string, authenticated bool) {
 	p := a.sources[src]
 	if p == nil {
 		if len(a.sources) >= maxSources {
-			a.prune(now)
+			if now.Sub(a.pruned) >= pruneEvery {
+				a.prune(now)
+			}
 			if len(a.sources) >= maxSources {
 				return
 			}
@@ -136,6 +142,7 @@ func (a *admission) done(src string, authenticated bool) {
 
 // prune forgets the sources whose last failure is old enough.
 func (a *admission) prune(now time.Time) {
+	a.pruned = now
 	for src, p := range a.sources {
 		if now.Sub(p.last) > forgetFailures {
 			delete(a.sources, src)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -92,5 +93,47 @@ func TestAdmissionPenalty(t *testing.T) {
 	fail()
 	if ok, why := a.admit("10.0.0.9"); !ok {
 		t.Errorf("a failure after logging in was penalised: %s", why)
+	}
+}
+
+// TestAdmissionSourcesBounded: a flood of failing sources fills the
+// records to maxSources and no further; the records are swept at most once
+// every pruneEvery, and expired ones make room for new sources.
+func TestAdmissionSourcesBounded(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	a := newAdmission(maxSources+16, 1)
+	a.now = func() time.Time { return now }
+	fail := func(src string) {
+		t.Helper()
+		if ok, why := a.admit(src); !ok {
+			t.Fatalf("%s refused: %s", src, why)
+		}
+		a.done(src, false)
+	}
+	for i := range maxSources + 10 {
+		fail(fmt.Sprintf("src-%d", i))
+	}
+	if n := len(a.sources); n != maxSources {
+		t.Fatalf("%d sources recorded; want the bound %d", n, maxSources)
+	}
+	swept := a.pruned
+	now = now.Add(forgetFailures / 2)
+	fail("late-1")
+	fail("late-2")
+	if _, ok := a.sources["late-1"]; ok {
+		t.Error("a new source was recorded while the records were full and none expired")
+	}
+	if !a.pruned.After(swept) {
+		t.Error("the full records were not swept for a new source")
+	}
+	swept = a.pruned
+	fail("late-3")
+	if a.pruned != swept {
+		t.Error("the records were swept again within pruneEvery")
+	}
+	now = now.Add(forgetFailures)
+	fail("after")
+	if _, ok := a.sources["after"]; !ok || len(a.sources) != 1 {
+		t.Errorf("after the records expired: %d recorded, new source recorded %v; want it alone", len(a.sources), ok)
 	}
 }

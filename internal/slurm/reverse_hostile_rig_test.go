@@ -232,7 +232,9 @@ func TestRigReverseHostilePredictedNames(t *testing.T) {
 			t.Fatalf("bob binds %s:6379: %q, %v", guessAddr, out, err)
 		}
 		t.Cleanup(func() { onNode(bob, "kill "+strconv.Itoa(pid)) })
-		waitOnNode(t, bob, "bob's listener on "+guessAddr, "timeout 1 socat -u TCP-LISTEN:6379,bind="+guessAddr+" /dev/null 2>&1 | grep -q 'Address already in use'")
+		// Asked of ss, not by binding: a probe that binds could take the
+		// port before bob's socat does, and make it exit.
+		waitOnNode(t, bob, "bob's listener on "+guessAddr, "ss -Hltn 'sport = :6379' | grep -qF "+guessAddr+":6379")
 
 		ref := e.submit(t, job)
 		dir := job.Reverse.SocketDir(job.UID)
