@@ -233,23 +233,9 @@ func asJobUser(r *testrig.Rig, t *testing.T, args ...string) *exec.Cmd {
 // loopback and returns its port; it is killed when the test ends.
 func nodeEcho(t *testing.T, r *testrig.Rig) int {
 	t.Helper()
-	return startListener(t, "an echo server on the node", func(port int) *exec.Cmd {
-		return asJobUser(r, t, "socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,fork,reuseaddr", port), "EXEC:cat")
-	}, func(port int) bool {
-		out, _ := exec.Command("ip", "netns", "exec", nodeNetns, "ss", "-Hltn", "sport = :"+strconv.Itoa(port)).Output()
-		return len(out) > 0
-	})
-}
-
-// startListener starts the server command(port) makes on a random port
-// until one listens (listening(port)), and returns the port; the server's
-// process group is killed when the test ends. A server that exits before
-// it listens found its port taken: another is tried.
-func startListener(t *testing.T, what string, command func(port int) *exec.Cmd, listening func(port int) bool) int {
-	t.Helper()
 	for range 20 {
 		port := 20000 + rand.N(20000)
-		cmd := command(port)
+		cmd := asJobUser(r, t, "socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,fork,reuseaddr", port), "EXEC:cat")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -257,7 +243,8 @@ func startListener(t *testing.T, what string, command func(port int) *exec.Cmd, 
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
 		for range 100 {
-			if listening(port) {
+			out, _ := exec.Command("ip", "netns", "exec", nodeNetns, "ss", "-Hltn", "sport = :"+strconv.Itoa(port)).Output()
+			if len(out) > 0 {
 				t.Cleanup(func() {
 					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 					<-exited
@@ -274,7 +261,7 @@ func startListener(t *testing.T, what string, command func(port int) *exec.Cmd, 
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
-	t.Fatalf("no %s", what)
+	t.Fatal("no echo server on the node")
 	return 0
 }
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,19 +128,39 @@ func freeNodePort(t *testing.T) int {
 // returns its address.
 func loginHTTP(t *testing.T, r *testrig.Rig, body string) string {
 	t.Helper()
-	host := r.Get(t, "RIG_LOGIN_ADDR")
-	port := startListener(t, "server on the login node", func(port int) *exec.Cmd {
-		return exec.Command("ip", "netns", "exec", loginNetns, "socat",
-			fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", port, host),
+	for range 20 {
+		addr := net.JoinHostPort(r.Get(t, "RIG_LOGIN_ADDR"), strconv.Itoa(20000+rand.N(20000)))
+		_, port, _ := net.SplitHostPort(addr)
+		cmd := exec.Command("ip", "netns", "exec", loginNetns, "socat",
+			"TCP-LISTEN:"+port+",bind="+r.Get(t, "RIG_LOGIN_ADDR")+",fork,reuseaddr",
 			"SYSTEM:printf 'HTTP/1.0 200 OK\\r\\nContent-Length: "+strconv.Itoa(len(body))+"\\r\\n\\r\\n"+body+"'")
-	}, func(port int) bool {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), time.Second)
-		if err == nil {
-			c.Close()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		return err == nil
-	})
-	return net.JoinHostPort(host, strconv.Itoa(port))
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		for range 100 {
+			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				c.Close()
+				t.Cleanup(func() {
+					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					<-exited
+				})
+				return addr
+			}
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Millisecond):
+				continue
+			}
+			break
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	t.Fatal("no server on the login node")
+	return ""
 }
 
 // viaSocks fetches http://target/ with curl as the job's user on the node,
