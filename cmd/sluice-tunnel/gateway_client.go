@@ -69,8 +69,8 @@ func (c *config) checkGateway(raw *rawFlags) []error {
 			errs = append(errs, fmt.Errorf("--gateway: --target=%s: the gateway forwards to the node only", raw.target))
 		}
 	case modeReverse:
-		if c.sshd != tunnel.SshdNode || c.nodeExec != tunnel.NodeExecSSH {
-			errs = append(errs, errors.New("--gateway: --sshd=userspace and --node-exec=srun are not carried by the gateway yet"))
+		if c.sshd != tunnel.SshdNode || c.nodeExec != tunnel.NodeExecSSH || raw.socksPort != 0 {
+			errs = append(errs, errors.New("--gateway: --sshd=userspace, --node-exec=srun and --socks-port are not carried by the gateway yet"))
 		}
 	}
 	return errs

@@ -21,7 +21,7 @@ func TestGatewayFlags(t *testing.T) {
 		{"no token", []string{"--gateway=gw", "--gateway-known-hosts=/kh", "--node-file=/n", "--ports=1"}, "--gateway-token is required"},
 		{"site flags", append(gw, "--ports=1", "--user=alice", "--key=/k", "--login=l"), "--login, --user, --key not allowed"},
 		{"target login", append(gw, "--ports=1", "--target=login"), "the gateway forwards to the node only"},
-		{"socks", append(gw, "--socket-dir=/run/s/u", "--socks-port=1080"), ""},
+		{"socks", append(gw, "--socket-dir=/run/s/u", "--socks-port=1080"), "not carried by the gateway yet"},
 		{"userspace", append(gw, "--socket-dir=/run/s/u", "--forward=1=h:1", "--sshd=userspace"), "not carried by the gateway yet"},
 	} {
 		mode := modeForward

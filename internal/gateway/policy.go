@@ -96,39 +96,5 @@ func socketName(g *Grant, p string) (string, error) {
 	return name, nil
 }
 
-// tcpipForward is the payload of a tcpip-forward or cancel-tcpip-forward
-// request (RFC 4254 7.1).
-type tcpipForward struct {
-	Addr string
-	Port uint32
-}
-
-// forwardedTCPIP is the payload of a forwarded-tcpip channel (RFC 4254
-// 7.2).
-type forwardedTCPIP struct {
-	Addr       string
-	Port       uint32
-	OriginAddr string
-	OriginPort uint32
-}
-
-// parseSocks reads a tcpip-forward request's payload and returns the port
-// it asks for: only g's SOCKS proxy, on the node's loopback.
-func parseSocks(g *Grant, payload []byte) (uint32, error) {
-	var f tcpipForward
-	if err := ssh.Unmarshal(payload, &f); err != nil {
-		return 0, fmt.Errorf("tcpip-forward: malformed request: %w", err)
-	}
-	switch {
-	case g.SocksPort == 0:
-		return 0, fmt.Errorf("tcpip-forward: pod %s/%s has no SOCKS proxy", g.Pod.Namespace, g.Pod.Name)
-	case f.Addr != forwardHost:
-		return 0, fmt.Errorf("tcpip-forward: address %.64q: only %s, the node's loopback, may be asked for", f.Addr, forwardHost)
-	case f.Port != uint32(g.SocksPort):
-		return 0, fmt.Errorf("tcpip-forward: port %d is not pod %s/%s's SOCKS port", f.Port, g.Pod.Namespace, g.Pod.Name)
-	}
-	return f.Port, nil
-}
-
 // errNoNode refuses what needs the job's node while it has none.
 var errNoNode = errors.New("the pod's job has no node yet")

@@ -82,44 +82,14 @@ func TestParseSocket(t *testing.T) {
 	}
 }
 
-func TestParseSocks(t *testing.T) {
-	g := testGrant()
-	if _, err := parseSocks(g, ssh.Marshal(tcpipForward{Addr: "127.0.0.1", Port: 1080})); err == nil || !strings.Contains(err.Error(), "no SOCKS proxy") {
-		t.Errorf("a pod without a SOCKS proxy: %v; want refused", err)
-	}
-	g.SocksPort = 1080
-	for _, tc := range []struct {
-		payload []byte
-		ok      bool
-	}{
-		{ssh.Marshal(tcpipForward{Addr: "127.0.0.1", Port: 1080}), true},
-		{ssh.Marshal(tcpipForward{Addr: "127.0.0.1", Port: 1081}), false},
-		{ssh.Marshal(tcpipForward{Addr: "0.0.0.0", Port: 1080}), false},
-		{ssh.Marshal(tcpipForward{Addr: "", Port: 1080}), false},
-		{ssh.Marshal(tcpipForward{Addr: "localhost", Port: 1080}), false},
-		{ssh.Marshal(tcpipForward{Addr: "127.0.0.1", Port: 0}), false},
-		{[]byte{0, 0, 0, 9, '1'}, false},
-	} {
-		port, err := parseSocks(g, tc.payload)
-		if (err == nil) != tc.ok || (tc.ok && port != 1080) {
-			t.Errorf("parseSocks(%q): %d, %v; want allowed %v", tc.payload, port, err, tc.ok)
-		}
-	}
-}
-
 // FuzzParse checks that no payload panics, and that what is allowed is
 // exactly one of the grant's ports or sockets.
 func FuzzParse(f *testing.F) {
 	f.Add(ssh.Marshal(directTCPIP{Host: "127.0.0.1", Port: 8080}))
 	f.Add(ssh.Marshal(streamLocal{Path: "/run/sluice/u1/rev-6379.sock"}))
-	f.Add(ssh.Marshal(tcpipForward{Addr: "127.0.0.1", Port: 1080}))
 	f.Add([]byte{0, 0, 0, 0})
 	g := testGrant()
-	g.SocksPort = 1080
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		if port, err := parseSocks(g, payload); err == nil && port != 1080 {
-			t.Fatalf("SOCKS port %d allowed", port)
-		}
 		if port, err := parseForward(g, payload); err == nil && port != 8080 && port != 9090 {
 			t.Fatalf("port %d allowed", port)
 		}

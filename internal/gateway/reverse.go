@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // socketForward is a remote forward of one of a pod's sockets, asked by a
@@ -19,12 +18,11 @@ import (
 // client demultiplexes the forwarded-streamlocal channels by path; each is
 // carried to the shadow that asked, under the path it asked by.
 type socketForward struct {
-	sc   *shadowConn
-	path string // the socket on the node, or tcpKey's for the SOCKS proxy
-	ln   net.Listener
-	// open opens the channel that carries c to the shadow.
-	open func(c net.Conn) (ssh.Channel, <-chan *ssh.Request, error)
-	once sync.Once
+	sc    *shadowConn
+	asked string // the path as the shadow asked for it
+	path  string // the socket on the node
+	ln    net.Listener
+	once  sync.Once
 }
 
 // stepTimeout bounds each command the gateway runs on a node for a shadow.
@@ -51,12 +49,17 @@ func (sc *shadowConn) listen(payload []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(sc.ctx, stepTimeout)
 	defer cancel()
-	if err := sc.holdDir(ctx, node); err != nil {
-		return fmt.Errorf("streamlocal-forward %s: %w", name, err)
+	if !sc.holding {
+		inode, err := tunnel.PrepareSocketDir(ctx, node.client, dir)
+		if err != nil {
+			return fmt.Errorf("streamlocal-forward %s: %w", name, err)
+		}
+		sc.inode, sc.holding = inode, true
+		go sc.hold(node, inode)
 	}
 	// A connection of the same pod that has not noticed it is gone may
 	// still hold the socket: this one takes it over.
-	sc.srv.takeOver(p, sc.grant.Pod.UID)
+	sc.srv.takeOver(p)
 	if err := tunnel.ClearSockets(ctx, node.client, dir, sc.inode, name); err != nil {
 		return fmt.Errorf("streamlocal-forward %s: %w", name, err)
 	}
@@ -64,38 +67,15 @@ func (sc *shadowConn) listen(payload []byte) error {
 	if err != nil {
 		return fmt.Errorf("streamlocal-forward %s on node %s: %w", p, sc.grant.Node, err)
 	}
-	sc.held(&socketForward{sc: sc, path: p, ln: ln, open: func(net.Conn) (ssh.Channel, <-chan *ssh.Request, error) {
-		return sc.conn.OpenChannel("forwarded-streamlocal@openssh.com", ssh.Marshal(forwardedStreamLocal{Path: asked}))
-	}})
-	return nil
-}
-
-// holdDir prepares the pod's socket directory and starts its holder, once
-// for the connection: each of its forwards, the SOCKS proxy's included,
-// ends with the directory (a requeue). Called with smu held.
-func (sc *shadowConn) holdDir(ctx context.Context, node *siteConn) error {
-	if sc.holding {
-		return nil
-	}
-	inode, err := tunnel.PrepareSocketDir(ctx, node.client, sc.grant.SocketDir)
-	if err != nil {
-		return err
-	}
-	sc.inode, sc.holding = inode, true
-	go sc.hold(node, inode)
-	return nil
-}
-
-// held records f, a forward the node's sshd now holds, and carries its
-// connections to the shadow. Called with smu held.
-func (sc *shadowConn) held(f *socketForward) {
+	f := &socketForward{sc: sc, asked: asked, path: p, ln: ln}
 	if sc.sockets == nil {
 		sc.sockets = make(map[string]*socketForward)
 	}
-	sc.sockets[f.path] = f
+	sc.sockets[p] = f
 	sc.srv.setSocket(f)
 	go f.accept()
-	sc.log.Info("remote forward held", "socket", f.path)
+	sc.log.Info("remote forward held", "socket", p)
+	return nil
 }
 
 // hold runs the socket directory's holder; when it ends (the directory
@@ -156,7 +136,7 @@ func (f *socketForward) accept() {
 		}
 		go func() {
 			defer func() { <-f.sc.slots }()
-			ch, reqs, err := f.open(c)
+			ch, reqs, err := f.sc.conn.OpenChannel("forwarded-streamlocal@openssh.com", ssh.Marshal(forwardedStreamLocal{Path: f.asked}))
 			if err != nil {
 				f.sc.log.Debug("shadow refused a forwarded connection", "socket", f.path, "err", err)
 				c.Close()
@@ -178,15 +158,14 @@ func (f *socketForward) close() {
 	})
 }
 
-// takeOver closes the forward another connection of pod holds at p; one
-// of another pod is left alone (the node refuses the new one). The old
+// takeOver closes the forward another connection holds at p. The old
 // connection keeps it in its set (closing twice is harmless): taking its
 // lock here could deadlock with it taking over from this one.
-func (s *Server) takeOver(p string, pod types.UID) {
+func (s *Server) takeOver(p string) {
 	s.mu.Lock()
 	old := s.sockets[p]
 	s.mu.Unlock()
-	if old == nil || old.sc.grant.Pod.UID != pod {
+	if old == nil {
 		return
 	}
 	old.sc.log.Info("remote forward taken over by a newer connection of the pod", "socket", p)

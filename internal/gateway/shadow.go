@@ -102,17 +102,8 @@ func (sc *shadowConn) requests(reqs <-chan *ssh.Request) {
 		case "cancel-streamlocal-forward@openssh.com":
 			err := sc.unlisten(req.Payload)
 			req.Reply(err == nil, nil)
-		case "tcpip-forward":
-			err := sc.listenSocks(req.Payload)
-			if err != nil {
-				sc.log.Warn("refused", "err", err)
-			}
-			req.Reply(err == nil, nil)
-		case "cancel-tcpip-forward":
-			err := sc.unlistenSocks(req.Payload)
-			req.Reply(err == nil, nil)
 		default:
-			sc.log.Warn("refused", "err", fmt.Errorf("request %.64q: a shadow may ask for streamlocal forwards and its SOCKS port only", req.Type))
+			sc.log.Warn("refused", "err", fmt.Errorf("request %.64q: a shadow may ask for streamlocal forwards only", req.Type))
 			req.Reply(false, nil)
 		}
 	}

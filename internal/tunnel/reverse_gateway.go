@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -19,6 +20,9 @@ import (
 // holder ends (a requeue) or the pod's grant changes, and the session is
 // made again.
 func (s *reverseState) gatewaySession(ctx context.Context, client *ssh.Client, log *slog.Logger, up func()) error {
+	if s.socks {
+		return errors.New("the SOCKS proxy is not carried by the gateway yet")
+	}
 	r := s.r
 	ctx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
@@ -34,18 +38,6 @@ func (s *reverseState) gatewaySession(ctx context.Context, client *ssh.Client, l
 			cancel(fmt.Errorf("ssh connection to the gateway lost: %w", err))
 		}
 	})
-	// The SOCKS proxy's port is asked of the gateway as of the node's
-	// sshd; the gateway asks the node for it.
-	if s.socks {
-		ln, err := s.listenSocks(client)
-		if err != nil {
-			return err
-		}
-		wg.Go(func() { s.serveSocks(ctx, ln, log) })
-		up()
-		<-ctx.Done()
-		return context.Cause(ctx)
-	}
 	lns, err := s.listen(client)
 	if err != nil {
 		return err
