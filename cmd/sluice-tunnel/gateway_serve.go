@@ -33,6 +33,8 @@ type gatewayServer struct {
 	client  kubernetes.Interface
 	auth    *gateway.TokenAuthenticator
 	site    *gateway.Site
+	// placements follows sluice-vk's records of where each job runs.
+	placements *gateway.PlacementWatcher
 }
 
 // loadGateway reads the gateway's host key file and kube configuration and
@@ -57,19 +59,23 @@ func loadGateway(c *config, hop *tunnel.Hop, log *slog.Logger) (*gatewayServer, 
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	auth, err := gateway.NewTokenAuthenticator(gateway.TokenConfig{
-		Client: client,
-		Shadows: gateway.ShadowScope{
-			Node:                 c.serve.node,
-			CredentialsNamespace: c.serve.credNS,
-			TenantNamespace:      c.serve.tenantNS,
-			TrustedNamespaces:    c.serve.trusted,
-		},
-	})
+	scope := gateway.ShadowScope{
+		Node:                 c.serve.node,
+		CredentialsNamespace: c.serve.credNS,
+		TenantNamespace:      c.serve.tenantNS,
+		TrustedNamespaces:    c.serve.trusted,
+	}
+	auth, err := gateway.NewTokenAuthenticator(gateway.TokenConfig{Client: client, Shadows: scope})
 	if err != nil {
 		return nil, err
 	}
-	return &gatewayServer{hostKey: key, client: client, auth: auth, site: &gateway.Site{Hop: hop, Log: log}}, nil
+	return &gatewayServer{
+		hostKey:    key,
+		client:     client,
+		auth:       auth,
+		site:       &gateway.Site{Hop: hop, Log: log},
+		placements: &gateway.PlacementWatcher{Client: client, Scope: scope},
+	}, nil
 }
 
 // hostKeys takes the host key from its Secret when c keeps it there, and
@@ -119,6 +125,14 @@ func serveGateway(ctx context.Context, c *config, g *gatewayServer, log *slog.Lo
 	}
 	defer g.site.Close()
 	srv := &gateway.Server{HostKey: g.hostKey, Auth: g.auth, Site: g.site, Log: log}
+	// A requeue or a move is learnt from sluice-vk's records: the gateway
+	// is another process, which sluice-vk does not call.
+	g.placements.OnChange = srv.PlacementChanged
+	wg.Go(func() {
+		if err := g.placements.Run(ctx); err != nil {
+			log.Error("placement watcher stopped", "err", err)
+		}
+	})
 	log.Info("gateway listening", "version", version.String(), "addr", ln.Addr().String(),
 		"login", c.login, "user", c.user, "node", c.serve.node,
 		"host_key", ssh.FingerprintSHA256(g.hostKey.PublicKey()))

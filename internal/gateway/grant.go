@@ -40,6 +40,11 @@ type Grant struct {
 	Node string
 	// SocketDir is the pod's socket directory on the node (absolute).
 	SocketDir string
+	// NodeConfigMap is the shadow's node ConfigMap that Job, Node and
+	// SocketDir were read from, where sluice-vk records a requeue or a
+	// move (Server.PlacementChanged); zero when the grant was not made
+	// from one.
+	NodeConfigMap types.NamespacedName
 
 	// ForwardPorts are the container ports the pod exposes.
 	ForwardPorts []int32

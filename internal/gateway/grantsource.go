@@ -266,6 +266,7 @@ func (g *GrantSource) where(ctx context.Context, d *appsv1.Deployment, podUID st
 		return refuse(fmt.Sprintf("configmap %s/%s: %v", d.Namespace, name, err))
 	}
 	grant.Node, grant.Job, grant.SocketDir = node, job, dir
+	grant.NodeConfigMap = types.NamespacedName{Namespace: d.Namespace, Name: name}
 	return nil
 }
 

@@ -102,7 +102,8 @@ func TestRigTokenAuthenticator(t *testing.T) {
 		Pod:    PodRef{Namespace: podNS, Name: "web", UID: web.UID},
 		Shadow: PodRef{Namespace: shadowNS, Name: webShadow.Name, UID: webShadow.UID},
 		Job:    "4242", Node: "node1", SocketDir: "/tmp/sluice-sock/p-" + sfx,
-		ForwardPorts: []int32{8080}, SocketNames: []string{"rev-6379.sock"}, Relayed: true,
+		NodeConfigMap: types.NamespacedName{Namespace: shadowNS, Name: shadow.NodeConfigMap(shadow.Name(web))},
+		ForwardPorts:  []int32{8080}, SocketNames: []string{"rev-6379.sock"}, Relayed: true,
 	}
 	if fmt.Sprint(*g) != fmt.Sprint(want) {
 		t.Errorf("web's grant:\n got %+v\nwant %+v", *g, want)

@@ -55,6 +55,8 @@ type Server struct {
 	mu      sync.Mutex
 	conns   map[types.UID]map[*shadowConn]struct{}
 	sockets map[string]*socketForward // by path on the node
+	moves   map[types.NamespacedName]move
+	seq     uint64 // of the latest move
 }
 
 // maxToken bounds the password a shadow sends: a projected token is a few
@@ -107,6 +109,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveConn(ctx context.Context, nc net.Conn, adm *admission, src string, slots chan struct{}) {
 	defer nc.Close()
 	log := s.log().With("remote", nc.RemoteAddr().String())
+	seq := s.placementSeq()
 	var grant *Grant
 	handshake := orDefault(s.HandshakeTimeout, 20*time.Second)
 	cfg := &ssh.ServerConfig{
@@ -151,16 +154,26 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, adm *admission, src
 		return
 	}
 	nc.SetDeadline(time.Time{})
+	// Made before the server knows sc, so that GrantChanged and
+	// PlacementChanged may close it at once.
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	sc := &shadowConn{
-		srv:   s,
-		conn:  sconn,
-		grant: grant,
-		log:   log.With("namespace", grant.Pod.Namespace, "pod", grant.Pod.Name, "pod_uid", string(grant.Pod.UID), "shadow", grant.Shadow.Name, "node", grant.Node),
-		slots: make(chan struct{}, s.maxChannels()),
+		ctx:    sctx,
+		cancel: cancel,
+		srv:    s,
+		conn:   sconn,
+		grant:  grant,
+		log:    log.With("namespace", grant.Pod.Namespace, "pod", grant.Pod.Name, "pod_uid", string(grant.Pod.UID), "shadow", grant.Shadow.Name, "node", grant.Node),
+		slots:  make(chan struct{}, s.maxChannels()),
 	}
 	s.add(sc)
 	defer s.remove(sc)
-	sc.serve(ctx, chans, reqs)
+	if why := s.movedSince(seq, grant); why != "" {
+		sc.log.Info("shadow disconnected", "reason", "grant changed while it logged in: "+why)
+		return
+	}
+	sc.serve(chans, reqs)
 }
 
 // GrantChanged closes the connections of the shadows of pod, with reason:

@@ -37,9 +37,8 @@ type shadowConn struct {
 }
 
 // serve serves the shadow's channels and requests until its connection
-// ends or ctx does.
-func (sc *shadowConn) serve(ctx context.Context, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request) {
-	sc.ctx, sc.cancel = context.WithCancelCause(ctx)
+// ends or sc.ctx does.
+func (sc *shadowConn) serve(chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request) {
 	stop := context.AfterFunc(sc.ctx, func() { sc.conn.Close() })
 	defer stop()
 	sc.log.Info("shadow connected")

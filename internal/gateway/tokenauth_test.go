@@ -34,15 +34,17 @@ func TestAuthenticateGrantsFromSluiceRecords(t *testing.T) {
 		t.Fatalf("Authenticate: %v", err)
 	}
 	want := &Grant{
-		Pod:          PodRef{Namespace: "team", Name: "web", UID: w.pod.UID},
-		Shadow:       PodRef{Namespace: "team-shadow", Name: w.shadow.Name, UID: w.shadow.UID},
-		Job:          "4242",
-		Node:         "node1",
-		SocketDir:    socketDir,
-		ForwardPorts: []int32{8080, 9090},
-		SocketNames:  []string{"rev-6379.sock", "rev-5432.sock", "rev-1080.sock"},
-		SocksPort:    1080,
-		Relayed:      true,
+		Pod:       PodRef{Namespace: "team", Name: "web", UID: w.pod.UID},
+		Shadow:    PodRef{Namespace: "team-shadow", Name: w.shadow.Name, UID: w.shadow.UID},
+		Job:       "4242",
+		Node:      "node1",
+		SocketDir: socketDir,
+		// Where a requeue is recorded.
+		NodeConfigMap: types.NamespacedName{Namespace: "team-shadow", Name: shadow.NodeConfigMap(w.deploy.Name)},
+		ForwardPorts:  []int32{8080, 9090},
+		SocketNames:   []string{"rev-6379.sock", "rev-5432.sock", "rev-1080.sock"},
+		SocksPort:     1080,
+		Relayed:       true,
 	}
 	if !reflect.DeepEqual(g, want) {
 		t.Errorf("grant:\n got %+v\nwant %+v", g, want)

@@ -429,7 +429,10 @@ func (a *analysis) into(fn string, e ast.Expr, to types.Type, what string) {
 }
 
 func (a *analysis) handedOff(fn string, e ast.Expr, key string) {
-	hs, ok := handoffs[key]
+	hs, ok := handoffs[fn+" "+key]
+	if !ok {
+		hs, ok = handoffs[key]
+	}
 	if !ok {
 		a.fail(e, "a typed client handed to %s: read what it calls and add it to handoffs", key)
 		return

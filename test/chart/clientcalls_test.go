@@ -75,9 +75,15 @@ type handoff struct {
 
 // handoffs are the libraries' calls, read from their source at the
 // versions of go.mod, keyed by the function (or struct field) a typed
-// client is handed to. A hand-off missing here fails the test: read the
+// client is handed to, or by "CALLER FUNCTION" where what the library asks
+// depends on the caller. A hand-off missing here fails the test: read the
 // library and add what it calls.
 var handoffs = map[string][]handoff{
+	// the gateway's informer of the node ConfigMaps (label selector of
+	// the node), cluster-wide or in the tenant namespace
+	"(*" + module + "/internal/gateway.PlacementWatcher).Run k8s.io/client-go/informers.NewSharedInformerFactoryWithOptions": {
+		{rights: verbs("", "configmaps", "list", "watch"), scope: scope{kind: anyNamespace}},
+	},
 	// the pod informer of the node (field selector spec.nodeName); the
 	// factory of ConfigMaps, Secrets and Services is made but never
 	// started (vk/run.go)

@@ -253,7 +253,7 @@ func TestGatewayRBACFollowsClientCalls(t *testing.T) {
 		cluster []right
 	}{
 		{"cluster", append([]string{"-f", values("default")}, tunnelOn...), []right{
-			{"", "configmaps", "get"}, {"", "namespaces", "get"}, {"", "pods", "get"},
+			{"", "configmaps", "get"}, {"", "configmaps", "list"}, {"", "configmaps", "watch"}, {"", "namespaces", "get"}, {"", "pods", "get"},
 			{"apps", "deployments", "get"}, {"apps", "replicasets", "get"}, {"authentication.k8s.io", "tokenreviews", "create"}}},
 		{"tenant", []string{"-f", values("tenant")}, []right{{"authentication.k8s.io", "tokenreviews", "create"}}},
 	} {

@@ -275,6 +275,10 @@ that is not confined, in the tenant namespace's Role on a confined one. */}}
   - apiGroups: [apps]
     resources: [replicasets, deployments]
     verbs: [get]
+  # the node ConfigMaps followed, so that a requeued job's tunnels follow it
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [list, watch]
 {{- end -}}
 
 {{/* HOST:PORT of (list host port), an IPv6 address in brackets. */}}
