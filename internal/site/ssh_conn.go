@@ -191,7 +191,7 @@ func (s *SSH) drop(c *sshConn, reason error) {
 	}
 	s.mu.Unlock()
 	if c.close() {
-		s.log.Warn("ssh connection lost", "attempt", c.attempt, "err", reason)
+		s.log.Warn("ssh connection lost", "attempt", c.attempt, "error", reason)
 	}
 }
 

@@ -117,7 +117,7 @@ func (s *SSH) session(ctx context.Context) (*sshConn, *ssh.Session, error) {
 		switch {
 		case errors.As(err, &open) && open.Reason != ssh.UnknownChannelType && refused < 8:
 			refused++
-			s.log.Debug("ssh session refused", "attempt", refused, "retry_in", wait, "err", err)
+			s.log.Debug("ssh session refused", "attempt", refused, "retry_in", wait, "error", err)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
