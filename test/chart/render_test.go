@@ -31,8 +31,10 @@ type rendered struct {
 	vapBindings  []*admissionv1.ValidatingAdmissionPolicyBinding
 	other        []string // kinds outside the client-go scheme
 	// hooks are the objects of Helm hooks (helm.sh/hook), apart from
-	// sluice-vk's own
+	// sluice-vk's own and helm test's
 	hooks []runtime.Object
+	// tests are the objects of helm test (helm.sh/hook: test)
+	tests []runtime.Object
 }
 
 func render(t *testing.T, name string, args ...string) rendered {
@@ -63,6 +65,10 @@ func decode(t *testing.T, out string) rendered {
 		}
 		if err != nil {
 			t.Fatalf("decode %q: %v", doc, err)
+		}
+		if m, ok := obj.(metav1.Object); ok && m.GetAnnotations()["helm.sh/hook"] == "test" {
+			r.tests = append(r.tests, obj)
+			continue
 		}
 		if m, ok := obj.(metav1.Object); ok && m.GetAnnotations()["helm.sh/hook"] != "" {
 			r.hooks = append(r.hooks, obj)
