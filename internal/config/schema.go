@@ -163,7 +163,7 @@ func keySchema(k Key) (*schema, error) {
 	return s, nil
 }
 
-// hint adds the hints of path to s.
+// hint adds the hints of path to s: each keyword the hint sets.
 func hint(path string, s *schema) {
 	h, ok := schemaHints[path]
 	if !ok {
@@ -172,26 +172,20 @@ func hint(path string, s *schema) {
 	if h.Type != nil {
 		s.Type = h.Type
 	}
-	if h.MinLength != nil {
-		s.MinLength = h.MinLength
+	for _, p := range []struct{ dst, src **int }{{&s.MinLength, &h.MinLength}, {&s.MaxLength, &h.MaxLength}} {
+		if *p.src != nil {
+			*p.dst = *p.src
+		}
 	}
-	if h.MaxLength != nil {
-		s.MaxLength = h.MaxLength
+	for _, p := range []struct{ dst, src **float64 }{{&s.Minimum, &h.Minimum}, {&s.Maximum, &h.Maximum}, {&s.ExclusiveMinimum, &h.ExclusiveMinimum}} {
+		if *p.src != nil {
+			*p.dst = *p.src
+		}
 	}
-	if h.Minimum != nil {
-		s.Minimum = h.Minimum
-	}
-	if h.Maximum != nil {
-		s.Maximum = h.Maximum
-	}
-	if h.ExclusiveMinimum != nil {
-		s.ExclusiveMinimum = h.ExclusiveMinimum
-	}
-	if h.Pattern != "" {
-		s.Pattern = h.Pattern
-	}
-	if h.Description != "" {
-		s.Description = h.Description
+	for _, p := range []struct{ dst, src *string }{{&s.Pattern, &h.Pattern}, {&s.Description, &h.Description}} {
+		if *p.src != "" {
+			*p.dst = *p.src
+		}
 	}
 	if h.Required != nil {
 		s.Required = h.Required
