@@ -13,7 +13,7 @@ IMAGES  ?= bin/images
 E2E_PARALLEL ?= 4
 VERSION ?=
 
-.PHONY: test unit rig-test e2e vet lint fuzz images helm rig-up rig-down rig-status demo demo-slurm
+.PHONY: test unit rig-test e2e vet lint fuzz images helm schema rig-up rig-down rig-status demo demo-slurm
 
 ## test: bring the rig up, then vet, lint, and every test: the unit tests and
 ## the tests against the rig, in one run with the race detector on, then the
@@ -43,6 +43,11 @@ vet:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	shellcheck $(SCRIPTS)
+
+## schema: the config subtree of the chart's values schema, from the
+## configuration's Go types (internal/config: TestChartSchemaMatchesTypes).
+schema:
+	$(GO) generate ./internal/config/
 
 ## helm: the helm the chart's tests (test/chart) and the e2e tests use, built
 ## once from its Go module (hack/tools/helm) into /var/cache/sluice.

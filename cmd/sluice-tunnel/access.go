@@ -128,7 +128,7 @@ func (a *accessFlags) window(log *slog.Logger) func() time.Duration {
 		}
 		n, err := readTunnels(a.tunnelFile)
 		if err != nil {
-			log.Warn("reconnect window: number of tunnels unknown: using the widest window", "window", a.windowMax, "err", err)
+			log.Warn("reconnect window: number of tunnels unknown: using the widest window", "window", a.windowMax, "error", err)
 			return a.windowMax
 		}
 		return sshx.SpreadWindow(n, a.spread, a.windowMax)

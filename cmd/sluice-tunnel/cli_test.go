@@ -116,7 +116,7 @@ func TestCLIPortTaken(t *testing.T) {
 		t.Errorf("exit status %d; want %d", code, exitFailed)
 	}
 	line := lastLogLine(t, stderr)
-	if line["level"] != "ERROR" || line["msg"] != "tunnel failed to start" || !strings.Contains(line["err"].(string), "listen on port "+strconv.Itoa(port)) {
+	if line["level"] != "ERROR" || line["msg"] != "tunnel failed to start" || !strings.Contains(line["error"].(string), "listen on port "+strconv.Itoa(port)) {
 		t.Errorf("last log line %v; want the listen error", line)
 	}
 }
@@ -130,7 +130,7 @@ func TestCLIMetricsAddressTaken(t *testing.T) {
 	if code != exitFailed {
 		t.Errorf("exit status %d; want %d", code, exitFailed)
 	}
-	if line := lastLogLine(t, stderr); line["msg"] != "tunnel failed to start" || !strings.Contains(line["err"].(string), "metrics:") {
+	if line := lastLogLine(t, stderr); line["msg"] != "tunnel failed to start" || !strings.Contains(line["error"].(string), "metrics:") {
 		t.Errorf("last log line %v; want the metrics listen error", line)
 	}
 }

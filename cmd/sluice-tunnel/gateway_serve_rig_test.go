@@ -63,7 +63,7 @@ func TestGatewayServeRig(t *testing.T) {
 	waitFor(t, 10*time.Second, "the forward listening", func() bool { return fwd.count("forward listening", nil) == 1 })
 	refusedEcho(t, net.JoinHostPort("127.0.0.2", strconv.Itoa(other)))
 	waitFor(t, 10*time.Second, "the gateway refusing the port", func() bool {
-		return gw.count("refused", map[string]string{"err": "direct-tcpip", "pod": "web"}) > 0
+		return gw.count("refused", map[string]string{"error": "direct-tcpip", "pod": "web"}) > 0
 	})
 	fwd.stop()
 	wrong := g.token(t, "https://kubernetes.default.svc.cluster.local")
@@ -71,7 +71,7 @@ func TestGatewayServeRig(t *testing.T) {
 	waitFor(t, 10*time.Second, "the forward listening", func() bool { return fwd.count("forward listening", nil) == 1 })
 	refusedEcho(t, net.JoinHostPort("127.0.0.2", strconv.Itoa(port)))
 	waitFor(t, 10*time.Second, "the gateway refusing the token", func() bool {
-		return gw.count("shadow refused", map[string]string{"err": "audience"}) > 0
+		return gw.count("shadow refused", map[string]string{"error": "audience"}) > 0
 	})
 	fwd.stop()
 

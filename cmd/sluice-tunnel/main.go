@@ -142,13 +142,13 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 		}
 		if err := serveGateway(ctx, c, g, log); err != nil {
 			// An address taken at start, or the listener failing later.
-			log.Error("gateway failed", "err", err)
+			log.Error("gateway failed", "error", err)
 			return exitFailed
 		}
 		return 0
 	}
 	if err := run(ctx, c, hop, log); err != nil {
-		log.Error("tunnel failed to start", "err", err)
+		log.Error("tunnel failed to start", "error", err)
 		return exitFailed
 	}
 	return 0

@@ -113,7 +113,7 @@ func (m *metricsServer) Run(ctx context.Context) {
 	go func() { served <- m.srv.Serve(m.ln) }()
 	select {
 	case err := <-served:
-		m.log.Error("metrics server stopped", "err", err)
+		m.log.Error("metrics server stopped", "error", err)
 		return
 	case <-ctx.Done():
 	}
@@ -123,6 +123,6 @@ func (m *metricsServer) Run(ctx context.Context) {
 		m.srv.Close()
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		m.log.Warn("metrics server stopped", "err", err)
+		m.log.Warn("metrics server stopped", "error", err)
 	}
 }

@@ -102,7 +102,7 @@ func TestForwardWrongNodeKeyRig(t *testing.T) {
 	}
 	e := errs[0]
 	if !strings.Contains(e["msg"].(string), "host key") || e["node"] != node ||
-		!strings.Contains(e["host"].(string), node) || !strings.Contains(e["err"].(string), "host key mismatch") {
+		!strings.Contains(e["host"].(string), node) || !strings.Contains(e["error"].(string), "host key mismatch") {
 		t.Errorf("error line %v; want a host key mismatch naming %s", e, node)
 	}
 	if n := p.count("ssh connected", map[string]string{"hop": "node"}); n != 0 {

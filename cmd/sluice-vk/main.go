@@ -3,12 +3,15 @@
 // their logs to the API server.
 //
 //	sluice-vk --config sluice.yaml [--kubeconfig FILE] [--log-format text|json] [--log-level info]
-//	          [--internal-ip IP] [--namespace NS] [--relay-binary FILE]
+//	          [--internal-ip IP] [--namespace NS] [--relay-binary FILE] [--health-listen :10248]
 //	          [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s] …]
 //	sluice-vk --version
 //	sluice-vk config import --from-interlink SlurmConfig.yaml
 //	sluice-vk doctor --config sluice.yaml [--json] [--queue-wait 2m] [-v]
 //	sluice-vk uninstall --node NAME --namespace NS --deployment NAME --selector SEL [--timeout 5m]
+//
+// --health-listen serves /healthz and /readyz (vk.Health) over plain HTTP,
+// for the kubelet's probes.
 //
 // doctor checks the site the configuration names and prints one line per
 // check (internal/doctor); it exits 1 when a check failed.
@@ -29,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -51,6 +55,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "doctor" {
 		os.Exit(doctorCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	flag.Usage = usage
 	configFile := flag.String("config", "", "the virtual kubelet's configuration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; if empty, the in-cluster configuration")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
@@ -59,6 +64,7 @@ func main() {
 	namespace := flag.String("namespace", os.Getenv("POD_NAMESPACE"), "the virtual kubelet's namespace, holding the credentials shadows copy; if empty, default")
 	printVersion := flag.Bool("version", false, "print the version and exit")
 	publishKey := flag.Bool("publish-key-secret", false, "on a node confined to Network.TenantNamespace, write Network.SSH.KeySecret there from Network.SSH.KeyFile (the chart's credentials.existingSecret)")
+	healthListen := flag.String("health-listen", "", "serve /healthz and /readyz over plain HTTP on this address (:10248); if empty, not served")
 	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site; if empty, sluice-relay beside this executable")
 	var el vk.Election
 	elect := flag.Bool("leader-elect", false, "run the node only while holding the Lease sluice-vk-<NodeName>: replicas take over from each other")
@@ -101,6 +107,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := vk.Options{Kubeconfig: *kubeconfig, Logger: log, Namespace: *namespace, RelayBinary: *relayBinary, PublishKeySecret: *publishKey}
+	if *healthListen != "" {
+		ln, err := net.Listen("tcp", *healthListen)
+		if err != nil {
+			log.Error("sluice-vk: exiting", "error", fmt.Errorf("health server: %w", err))
+			os.Exit(1)
+		}
+		opts.Health = &vk.Health{}
+		go func() {
+			if err := vk.ServeHealth(ctx, ln, opts.Health, log); err != nil {
+				log.Error("sluice-vk: health server stopped", "error", err)
+			}
+		}()
+	}
 	run := vk.Run
 	if *elect {
 		el.Identity = identity()
@@ -112,6 +131,26 @@ func main() {
 		log.Error("sluice-vk: exiting", "error", err)
 		os.Exit(1)
 	}
+}
+
+// usage prints how to call sluice-vk: its subcommands, then its flags.
+func usage() {
+	w := flag.CommandLine.Output()
+	fmt.Fprint(w, `sluice-vk runs a virtual node whose pods are Slurm jobs on an HPC site.
+
+Usage:
+  sluice-vk --config FILE [flags]     run the node
+  sluice-vk config import --from-interlink FILE
+                                      write a sluice configuration from interLink's SlurmConfig.yaml
+  sluice-vk doctor --config FILE      check the site the configuration names, one line a check
+  sluice-vk uninstall --node NAME ... the chart's pre-delete hook: delete the node's pods, then the node
+  sluice-vk --version                 print the version
+
+Run "sluice-vk SUBCOMMAND --help" for a subcommand's flags.
+
+Flags:
+`)
+	flag.PrintDefaults()
 }
 
 // identity names this process in the Lease: its pod's name (POD_NAME, else

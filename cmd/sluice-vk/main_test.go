@@ -75,3 +75,16 @@ func TestBadLogFormat(t *testing.T) {
 		t.Errorf("got status %d, %q; want 2 and the format named", code, stderr)
 	}
 }
+
+// TestHelpListsSubcommands: --help names every subcommand, then the flags.
+func TestHelpListsSubcommands(t *testing.T) {
+	out, code := runVK(t, "--help")
+	if code != 0 {
+		t.Errorf("--help exited %d; want 0", code)
+	}
+	for _, want := range []string{"sluice-vk config import", "sluice-vk doctor", "sluice-vk uninstall", "sluice-vk --version", "-health-listen"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help does not name %q:\n%s", want, out)
+		}
+	}
+}

@@ -261,11 +261,10 @@ func (n *Node) validateTaints(bad reporter) {
 		if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
 			bad(key+".Value", "%s", strings.Join(msgs, "; "))
 		}
-		switch t.Effect {
-		case "NoSchedule", "NoExecute":
+		switch {
+		case t.Effect == "NoSchedule", t.Effect == "NoExecute":
 			keepsOff = true
-		case "PreferNoSchedule":
-		default:
+		case !allowed("Node.Taints[].Effect", t.Effect):
 			bad(key+".Effect", "must be NoSchedule, PreferNoSchedule or NoExecute, got %q", t.Effect)
 		}
 		if seen[t.Key+":"+t.Effect] {
@@ -302,9 +301,7 @@ func (n *Node) validateCapacity(bad reporter) {
 	if n.CapacityInterval < 10*time.Second {
 		bad("Node.CapacityInterval", "must be at least 10s, got %s", n.CapacityInterval)
 	}
-	switch n.GPUResource {
-	case "", GPUResourceNVIDIA, GPUResourceAMD:
-	default:
+	if !allowed("Node.GPUResource", n.GPUResource) {
 		bad("Node.GPUResource", "must be %s or %s, got %q", GPUResourceNVIDIA, GPUResourceAMD, n.GPUResource)
 	}
 	for g, r := range n.ExtendedResources {

@@ -48,6 +48,12 @@ func (t ShadowToleration) validate() error {
 			return fmt.Errorf("key %q: %s", t.Key, strings.Join(msgs, "; "))
 		}
 	}
+	if !allowed("Network.ShadowTolerations[].Operator", t.Operator) {
+		return fmt.Errorf("operator must be Equal or Exists, got %q", t.Operator)
+	}
+	if !allowed("Network.ShadowTolerations[].Effect", t.Effect) {
+		return fmt.Errorf("effect must be NoSchedule, PreferNoSchedule or NoExecute, got %q", t.Effect)
+	}
 	switch t.Operator {
 	case "", "Equal":
 		if t.Key == "" {
@@ -60,17 +66,9 @@ func (t ShadowToleration) validate() error {
 		if t.Value != "" {
 			return fmt.Errorf("operator Exists takes no Value")
 		}
-	default:
-		return fmt.Errorf("operator must be Equal or Exists, got %q", t.Operator)
 	}
-	switch t.Effect {
-	case "", "NoSchedule", "PreferNoSchedule":
-		if t.Seconds != nil {
-			return fmt.Errorf("seconds need Effect NoExecute")
-		}
-	case "NoExecute":
-	default:
-		return fmt.Errorf("effect must be NoSchedule, PreferNoSchedule or NoExecute, got %q", t.Effect)
+	if t.Effect != "NoExecute" && t.Seconds != nil {
+		return fmt.Errorf("seconds need Effect NoExecute")
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func (c *Config) Validate() error {
 	}
 
 	s := c.Site
-	oneOf(bad, "Site.Access", string(s.Access), "ssh", "local")
+	oneOf(bad, "Site.Access", string(s.Access))
 	// The rules the slurm package checks every job by, checked once here.
 	if s.DataRoot == "" {
 		bad("Site.DataRoot", "is required")
@@ -55,14 +55,14 @@ func (c *Config) Validate() error {
 			bad("Site.SocketDirRoot", "%v", err)
 		}
 	}
-	oneOf(bad, "Site.ContainerRuntime", s.ContainerRuntime, "apptainer", "singularity", "charliecloud", "enroot", "none")
+	oneOf(bad, "Site.ContainerRuntime", s.ContainerRuntime)
 	if s.PollInterval < 100*time.Millisecond {
 		bad("Site.PollInterval", "must be at least 100ms, got %s", s.PollInterval)
 	}
 	s.Plugin.validate(bad, s.ContainerRuntime)
 
 	n := c.Network
-	oneOf(bad, "Network.ShadowMode", n.ShadowMode, "ssh", "none")
+	oneOf(bad, "Network.ShadowMode", n.ShadowMode)
 	if n.TenantNamespace != "" {
 		if msgs := validation.IsDNS1123Label(n.TenantNamespace); len(msgs) > 0 {
 			bad("Network.TenantNamespace", "%s", strings.Join(msgs, "; "))
@@ -94,7 +94,7 @@ func (c *Config) Validate() error {
 	if h.Port < 1 || h.Port > 65535 {
 		bad("Network.SSH.Port", "must be 1-65535, got %d", h.Port)
 	}
-	oneOf(bad, "Network.SSH.Auth", h.Auth, "publickey", "kerberos")
+	oneOf(bad, "Network.SSH.Auth", h.Auth)
 	if h.Auth != "publickey" && (h.CertificateFile != "" || h.KeySecretCertificate) {
 		bad("Network.SSH.CertificateFile", "a certificate needs Network.SSH.Auth publickey, got %q", h.Auth)
 	}
@@ -124,7 +124,7 @@ func (c *Config) Validate() error {
 			bad(key, "%s", strings.Join(msgs, "; "))
 		}
 	}
-	oneOf(bad, "Network.SSH.ForwardTarget", h.ForwardTarget, "node", "login")
+	oneOf(bad, "Network.SSH.ForwardTarget", h.ForwardTarget)
 	if !imageRef.MatchString(h.TunnelImage) || len(h.TunnelImage) > 4096 {
 		bad("Network.SSH.TunnelImage", "must be an image reference such as %s, got %q", DefaultTunnelImage(), h.TunnelImage)
 	}
@@ -133,8 +133,8 @@ func (c *Config) Validate() error {
 		// job would fail at start for want of a socket directory.
 		bad("Network.SSH.Reverse.Enabled", "needs Site.SocketDirRoot, where the pods' socket directories live")
 	}
-	oneOf(bad, "Network.SSH.Reverse.Sshd", h.Reverse.Sshd, "node", "userspace")
-	oneOf(bad, "Network.SSH.Reverse.NodeExec", h.Reverse.NodeExec, "ssh", "srun")
+	oneOf(bad, "Network.SSH.Reverse.Sshd", h.Reverse.Sshd)
+	oneOf(bad, "Network.SSH.Reverse.NodeExec", h.Reverse.NodeExec)
 	c.validateAccess(bad)
 	c.Node.validate(bad)
 	return errors.Join(errs...)
@@ -142,13 +142,11 @@ func (c *Config) Validate() error {
 
 type reporter func(key, format string, args ...any)
 
-func oneOf(bad reporter, key, got string, allowed ...string) {
-	for _, a := range allowed {
-		if got == a {
-			return
-		}
+// oneOf reports got unless it is one of the values of the enum key.
+func oneOf(bad reporter, key, got string) {
+	if !allowed(key, got) {
+		bad(key, "must be one of %s, got %q", strings.Join(enums[key], ", "), got)
 	}
-	bad(key, "must be one of %s, got %q", strings.Join(allowed, ", "), got)
 }
 
 // absPath checks that p is a clean absolute path without spaces or control

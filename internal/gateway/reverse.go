@@ -130,7 +130,7 @@ func (f *socketForward) accept() {
 		select {
 		case f.sc.slots <- struct{}{}:
 		default:
-			f.sc.log.Warn("connection refused", "socket", f.path, "err", fmt.Errorf("%d channels open already", cap(f.sc.slots)))
+			f.sc.log.Warn("connection refused", "socket", f.path, "error", fmt.Errorf("%d channels open already", cap(f.sc.slots)))
 			c.Close()
 			continue
 		}
@@ -138,7 +138,7 @@ func (f *socketForward) accept() {
 			defer func() { <-f.sc.slots }()
 			ch, reqs, err := f.sc.conn.OpenChannel("forwarded-streamlocal@openssh.com", ssh.Marshal(forwardedStreamLocal{Path: f.asked}))
 			if err != nil {
-				f.sc.log.Debug("shadow refused a forwarded connection", "socket", f.path, "err", err)
+				f.sc.log.Debug("shadow refused a forwarded connection", "socket", f.path, "error", err)
 				c.Close()
 				return
 			}

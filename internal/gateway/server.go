@@ -133,7 +133,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, adm *admission, src
 		},
 		AuthLogCallback: func(meta ssh.ConnMetadata, method string, err error) {
 			if method != "none" && err != nil {
-				log.Warn("shadow refused", "user", meta.User(), "method", method, "err", err)
+				log.Warn("shadow refused", "user", meta.User(), "method", method, "error", err)
 			}
 		},
 	}
@@ -142,7 +142,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, adm *admission, src
 	sconn, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	adm.done(src, err == nil)
 	if err != nil {
-		log.Debug("shadow handshake failed", "err", err)
+		log.Debug("shadow handshake failed", "error", err)
 		return
 	}
 	defer sconn.Close()

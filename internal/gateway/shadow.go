@@ -83,7 +83,7 @@ func (sc *shadowConn) close(reason error) {
 
 // refuse rejects a channel, logging why with the pod.
 func (sc *shadowConn) refuse(nch ssh.NewChannel, why ssh.RejectionReason, err error) {
-	sc.log.Warn("refused", "err", err)
+	sc.log.Warn("refused", "error", err)
 	nch.Reject(why, err.Error())
 }
 
@@ -96,14 +96,14 @@ func (sc *shadowConn) requests(reqs <-chan *ssh.Request) {
 		case "streamlocal-forward@openssh.com":
 			err := sc.listen(req.Payload)
 			if err != nil {
-				sc.log.Warn("refused", "err", err)
+				sc.log.Warn("refused", "error", err)
 			}
 			req.Reply(err == nil, nil)
 		case "cancel-streamlocal-forward@openssh.com":
 			err := sc.unlisten(req.Payload)
 			req.Reply(err == nil, nil)
 		default:
-			sc.log.Warn("refused", "err", fmt.Errorf("request %.64q: a shadow may ask for streamlocal forwards only", req.Type))
+			sc.log.Warn("refused", "error", fmt.Errorf("request %.64q: a shadow may ask for streamlocal forwards only", req.Type))
 			req.Reply(false, nil)
 		}
 	}
@@ -156,7 +156,7 @@ func (sc *shadowConn) forward(nch ssh.NewChannel) {
 	up, err := dialForward(sc.ctx, node.client, sc.grant, port)
 	if err != nil {
 		// Nothing listening on the job's port is usual while it starts.
-		sc.log.Debug("forward failed", "port", port, "err", err)
+		sc.log.Debug("forward failed", "port", port, "error", err)
 		nch.Reject(ssh.ConnectionFailed, err.Error())
 		return
 	}

@@ -145,7 +145,7 @@ func (s *Site) watch(c *siteConn, via *siteConn) {
 		}
 		cancel()
 		if c.reason != nil && !errors.Is(c.reason, errClosedIdle) && !errors.Is(c.reason, errStopping) {
-			s.log().Warn("ssh connection lost", "hop", c.hop(), "node", c.node, "err", c.reason)
+			s.log().Warn("ssh connection lost", "hop", c.hop(), "node", c.node, "error", c.reason)
 		}
 	}()
 }

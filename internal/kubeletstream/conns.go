@@ -116,7 +116,7 @@ func (c *Conns) loginConn(ctx context.Context, slot **ssh.Client, name string) (
 		}
 		c.mu.Unlock()
 		cl.Close()
-		c.log().Info("kubeletstream: login connection ended", "conn", name, "err", err)
+		c.log().Info("kubeletstream: login connection ended", "conn", name, "error", err)
 	}()
 	return cl, nil
 }

@@ -66,7 +66,7 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 			log = log.With("container", t.container)
 		}
 		if err := s.attachable(t, r); err != nil {
-			log.Info("kubeletstream: session refused", "err", err)
+			log.Info("kubeletstream: session refused", "error", err)
 			code := http.StatusNotImplemented
 			if errors.Is(err, errNoStdin) {
 				code = http.StatusBadRequest
@@ -76,13 +76,13 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 		}
 		job, err := s.Jobs.RunningJob(t.namespace, t.pod)
 		if err != nil {
-			log.Info("kubeletstream: session refused", "err", err)
+			log.Info("kubeletstream: session refused", "error", err)
 			http.Error(w, t.kind+": "+err.Error(), refusalStatus(err))
 			return
 		}
 		release, err := s.pool(t.kind).acquire(s.Limits.sessions(), t.namespace, t.pod)
 		if err != nil {
-			log.Warn("kubeletstream: session refused", "err", err)
+			log.Warn("kubeletstream: session refused", "error", err)
 			http.Error(w, t.kind+": "+err.Error(), http.StatusTooManyRequests)
 			return
 		}

@@ -179,7 +179,7 @@ func TestWrapRefusesAndLogsWithTheUser(t *testing.T) {
 	for _, want := range []string{
 		`msg="kubeletstream: session started" session=attach pod=ns/run user=kube-apiserver container=main job=7 host=node1`,
 		`msg="kubeletstream: session ended" session=attach pod=ns/run user=kube-apiserver container=main`,
-		`msg="kubeletstream: session refused" session=attach pod=ns/run user=kube-apiserver container=main err="too many sessions`,
+		`msg="kubeletstream: session refused" session=attach pod=ns/run user=kube-apiserver container=main error="too many sessions`,
 	} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())

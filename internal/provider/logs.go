@@ -37,7 +37,9 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, contai
 		return rc, err
 	}
 	if opts.Previous {
-		return nil, errdefs.InvalidInputf("previous terminated container %s in pod %s/%s not found: sluice never restarts containers", container, namespace, name)
+		// A container its probe killed runs again in the same job and
+		// appends to the same log: there is no previous log apart.
+		return nil, errdefs.InvalidInputf("previous logs of container %s in pod %s/%s are not kept apart: its runs are one after the other in its log, read without --previous", container, namespace, name)
 	}
 	var rc io.ReadCloser
 	var err error

@@ -128,9 +128,7 @@ func RunBounded(ctx context.Context, r Runner, max int, args ...string) ([]byte,
 	case *SSH:
 		return r.run(ctx, max, nil, args...)
 	case *Local:
-		l := *r
-		l.MaxStdout = max
-		return l.Run(ctx, nil, args...)
+		return r.run(ctx, limitOr(max), nil, args...)
 	}
 	out, err := r.Run(ctx, nil, args...)
 	if len(out) > max {

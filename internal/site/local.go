@@ -16,9 +16,14 @@ type Local struct {
 	// MaxStdout is the most standard output Run keeps; a command that
 	// writes more is stopped with ErrOutputLimit. If zero, 64 MiB.
 	MaxStdout int
+
+	activity Activity // commands in flight
 }
 
 var _ Runner = (*Local)(nil)
+
+// Activity returns the runner's commands in flight.
+func (l *Local) Activity() *Activity { return &l.activity }
 
 // waitDelay bounds how long Run waits for output pipes held open by a
 // command's children after the command itself has ended.
@@ -26,13 +31,19 @@ const waitDelay = 5 * time.Second
 
 // Run runs args directly, without a shell.
 func (l *Local) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	return l.run(ctx, limitOr(l.MaxStdout), stdin, args...)
+}
+
+// run is Run keeping at most limit bytes of standard output.
+func (l *Local) run(ctx context.Context, limit int, stdin io.Reader, args ...string) ([]byte, error) {
 	if err := checkArgs(args); err != nil {
 		return nil, fmt.Errorf("local run: %w", err)
 	}
 	name := args[0]
+	defer l.activity.begin(ctx, name)()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stdout := &capture{limit: limitOr(l.MaxStdout), onOver: func() { cancel(errStdoutLimit) }}
+	stdout := &capture{limit: limit, onOver: func() { cancel(errStdoutLimit) }}
 	stderr := &capture{limit: maxStderr}
 	cmd := exec.CommandContext(runCtx, name, args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/sshx"
@@ -73,13 +74,18 @@ type SSH struct {
 	wg     sync.WaitGroup // dials, keepalive loops, file operations
 
 	mu       sync.Mutex
-	cur      *sshConn      // the connection in use; nil if none
-	dialing  chan struct{} // closed when the dial in progress ends; nil if none
-	lastErr  error         // why the last dial failed
-	failures int           // dials failed in a row
-	retryAt  time.Time     // no dial before this, after failures
-	dials    int           // connection attempts so far
+	cur      *sshConn          // the connection in use; nil if none
+	dialing  chan struct{}     // closed when the dial in progress ends; nil if none
+	lastErr  error             // why the last dial failed
+	failures int               // dials failed in a row
+	retryAt  time.Time         // no dial before this, after failures
+	dials    int               // connection attempts so far
+	connects uint64            // connections made
+	failed   map[string]uint64 // failed dials by reason
 	closed   bool
+
+	open     atomic.Int64 // sessions open: commands and SFTP
+	activity Activity     // commands in flight
 }
 
 var _ Runner = (*SSH)(nil)

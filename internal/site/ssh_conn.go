@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -18,6 +19,8 @@ type sshConn struct {
 	attempt  int           // the dial that made it
 	dead     chan struct{} // closed once the connection is dropped
 	deadOnce sync.Once
+
+	open *atomic.Int64 // the runner's open sessions
 
 	sftpMu sync.Mutex
 	sftp   *sftp.Client // made on first use; nil again if its session ends
@@ -63,7 +66,9 @@ func (c *sshConn) sftpClient() (*sftp.Client, error) {
 		return nil, fmt.Errorf("start sftp: %w", err)
 	}
 	c.sftp = cl
+	c.open.Add(1)
 	go func() {
+		defer c.open.Add(-1)
 		// The SFTP session can end on its own (sftp-server died); the next
 		// file operation then starts a new one.
 		cl.Wait()
@@ -141,12 +146,17 @@ func (s *SSH) dial(done chan struct{}) {
 	if err != nil {
 		s.failures++
 		s.lastErr = err
+		if s.failed == nil {
+			s.failed = map[string]uint64{}
+		}
+		s.failed[failure(err)]++
 		wait := s.backoff(s.failures)
 		s.retryAt = time.Now().Add(wait)
 		s.log.Debug("ssh connect failed", "attempt", s.dials, "failures", s.failures, "retry_in", wait)
 		return
 	}
-	c := &sshConn{client: client, attempt: s.dials, dead: make(chan struct{})}
+	s.connects++
+	c := &sshConn{client: client, attempt: s.dials, dead: make(chan struct{}), open: &s.open}
 	s.cur, s.lastErr, s.failures, s.retryAt = c, nil, 0, time.Time{}
 	s.log.Info("ssh connected", "attempt", s.dials)
 	s.wg.Add(1)
@@ -181,7 +191,7 @@ func (s *SSH) drop(c *sshConn, reason error) {
 	}
 	s.mu.Unlock()
 	if c.close() {
-		s.log.Warn("ssh connection lost", "attempt", c.attempt, "err", reason)
+		s.log.Warn("ssh connection lost", "attempt", c.attempt, "error", reason)
 	}
 }
 

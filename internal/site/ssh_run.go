@@ -30,6 +30,7 @@ func (s *SSH) run(ctx context.Context, limit int, stdin io.Reader, args ...strin
 		return nil, fmt.Errorf("ssh run: %w", err)
 	}
 	name := args[0]
+	defer s.activity.begin(ctx, name)()
 	select {
 	case s.sessions <- struct{}{}:
 		defer func() { <-s.sessions }()
@@ -40,6 +41,8 @@ func (s *SSH) run(ctx context.Context, limit int, stdin io.Reader, args ...strin
 	if err != nil {
 		return nil, fmt.Errorf("ssh run %s: %w", name, err)
 	}
+	s.open.Add(1)
+	defer s.open.Add(-1)
 	defer sess.Close()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -114,7 +117,7 @@ func (s *SSH) session(ctx context.Context) (*sshConn, *ssh.Session, error) {
 		switch {
 		case errors.As(err, &open) && open.Reason != ssh.UnknownChannelType && refused < 8:
 			refused++
-			s.log.Debug("ssh session refused", "attempt", refused, "retry_in", wait, "err", err)
+			s.log.Debug("ssh session refused", "attempt", refused, "retry_in", wait, "error", err)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:

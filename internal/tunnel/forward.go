@@ -239,7 +239,7 @@ func (f *Forward) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Listener
 				return fmt.Errorf("forward: accept on port %d: %w", port, err)
 			}
 			// Out of file descriptors and the like: wait and go on.
-			log.Warn("forward accept failed", "port", port, "err", err)
+			log.Warn("forward accept failed", "port", port, "error", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(pause):
@@ -280,7 +280,7 @@ func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link
 		return
 	case err != nil:
 		f.Metrics.Refused(refusal(err))
-		log.Warn("forward dial failed: connection refused", "node", node, "err", err)
+		log.Warn("forward dial failed: connection refused", "node", node, "error", err)
 		return
 	}
 	log = log.With("node", node)
@@ -296,7 +296,7 @@ func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link
 		return
 	}
 	if err != nil && ctx.Err() == nil {
-		log.Info("forward connection failed", "sent", n.Sent, "received", n.Received, "err", err)
+		log.Info("forward connection failed", "sent", n.Sent, "received", n.Received, "error", err)
 		return
 	}
 	log.Debug("forward connection closed", "sent", n.Sent, "received", n.Received)

@@ -110,7 +110,7 @@ func (l *link) record(node string, attempt int, login, nodeConn *sshConn, err er
 	if !errors.As(err, &keyErr) {
 		wait := l.backoff(l.failures)
 		l.retryAt = time.Now().Add(wait)
-		l.log.Warn("ssh connect failed", "node", node, "attempt", attempt, "failures", l.failures, "retry_in", wait, "err", err)
+		l.log.Warn("ssh connect failed", "node", node, "attempt", attempt, "failures", l.failures, "retry_in", wait, "error", err)
 		return false
 	}
 	wait := l.backMax
@@ -118,7 +118,7 @@ func (l *link) record(node string, attempt int, login, nodeConn *sshConn, err er
 	if !l.alarmed {
 		l.alarmed = true
 		l.log.Error("host key rejected: not connecting (a man-in-the-middle, or wrong pinned host keys)",
-			"node", node, "host", keyErr.Host, "attempt", attempt, "retry_in", wait, "err", err)
+			"node", node, "host", keyErr.Host, "attempt", attempt, "retry_in", wait, "error", err)
 	} else {
 		l.log.Debug("host key rejected", "node", node, "attempt", attempt, "retry_in", wait)
 	}

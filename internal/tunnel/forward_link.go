@@ -299,7 +299,7 @@ func (l *link) drop(c *sshConn, reason error) {
 	}
 	l.mu.Unlock()
 	if c.close() {
-		l.log.Warn("ssh connection lost", "hop", c.hop, "node", c.node, "err", reason)
+		l.log.Warn("ssh connection lost", "hop", c.hop, "node", c.node, "error", reason)
 	}
 	if also != nil {
 		also.close()

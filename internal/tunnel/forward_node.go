@@ -55,7 +55,7 @@ func (w *nodeWatch) poll() {
 		w.lastErr = err.Error()
 		w.mu.Unlock()
 		if report {
-			w.log.Warn("node file unusable: keeping the last node", "file", w.file, "node", w.node(), "err", err)
+			w.log.Warn("node file unusable: keeping the last node", "file", w.file, "node", w.node(), "error", err)
 		}
 		return
 	}

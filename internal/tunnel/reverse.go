@@ -316,7 +316,7 @@ func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan 
 		if !s.alarmed {
 			s.alarmed = true
 			log.Error("host key rejected: not connecting (a man-in-the-middle, or wrong pinned host keys)",
-				"host", keyErr.Host, "retry_in", backMax, "err", err)
+				"host", keyErr.Host, "retry_in", backMax, "error", err)
 		} else {
 			log.Debug("host key rejected", "host", keyErr.Host, "retry_in", backMax)
 		}
@@ -325,9 +325,9 @@ func (s *reverseState) attempt(ctx context.Context, node string, changed <-chan 
 	s.alarmed = false
 	wait = backoffAfter(s.failures, orDefault(s.r.BackoffMin, 500*time.Millisecond), backMax)
 	if wasUp {
-		log.Warn(s.what()+" down", "held", time.Since(heldAt).Round(time.Millisecond), "retry_in", wait, "err", err)
+		log.Warn(s.what()+" down", "held", time.Since(heldAt).Round(time.Millisecond), "retry_in", wait, "error", err)
 	} else {
-		log.Warn(s.what()+" connect failed", "failures", s.failures, "retry_in", wait, "err", err)
+		log.Warn(s.what()+" connect failed", "failures", s.failures, "retry_in", wait, "error", err)
 	}
 	return wait, false
 }

@@ -156,7 +156,7 @@ func TestReverseFakeSite(t *testing.T) {
 			if got, want := states.get(), len(states.get()); got[want-2] {
 				t.Errorf("states = %v; want down before up", got)
 			}
-			if got := lastAttr(rec, "reverse tunnel down", "err"); !strings.Contains(got, end.cause) {
+			if got := lastAttr(rec, "reverse tunnel down", "error"); !strings.Contains(got, end.cause) {
 				t.Errorf("tunnel down because %q; want %q", got, end.cause)
 			}
 			echoUnix(t, sock, []byte("back"))
@@ -258,7 +258,7 @@ func TestReverseFakeUnsafeDirectory(t *testing.T) {
 	}
 	startReverse(t, r)
 	waitFor(t, 5*time.Second, "refused", func() bool {
-		return countWith(rec, "reverse tunnel connect failed", "err", "writable by group or others") >= 2
+		return countWith(rec, "reverse tunnel connect failed", "error", "writable by group or others") >= 2
 	})
 	if len(states.get()) != 0 {
 		t.Errorf("states = %v; want never up", states.get())

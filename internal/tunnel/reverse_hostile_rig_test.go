@@ -87,7 +87,7 @@ func TestReverseHostileRootRig(t *testing.T) {
 			startReverse(t, rv)
 			want := "socket directory root " + root + " is not safe: the directory " + unsafe + " is owned by uid " + bob.Uid + " (" + bobName + "), not by root or uid " + r.Get(t, "RIG_USER_UID")
 			waitFor(t, 20*time.Second, "the root refused", func() bool {
-				return countWith(rec, "reverse tunnel connect failed", "err", want) >= 1
+				return countWith(rec, "reverse tunnel connect failed", "error", want) >= 1
 			})
 			if states.ups() != 0 {
 				t.Errorf("the tunnel came up in a root of bob's")
@@ -96,7 +96,7 @@ func TestReverseHostileRootRig(t *testing.T) {
 				t.Errorf("socket directory made in a root of bob's: %v", err)
 			}
 			if t.Failed() {
-				t.Logf("last error: %s", lastAttr(rec, "reverse tunnel connect failed", "err"))
+				t.Logf("last error: %s", lastAttr(rec, "reverse tunnel connect failed", "error"))
 			}
 		})
 	}

@@ -286,7 +286,7 @@ func TestReverseRig(t *testing.T) {
 			end.end(t)
 			waitFor(t, 15*time.Second, "tunnel back", func() bool { return states.ups() == i+2 })
 			t.Logf("back in %v", time.Since(start).Round(time.Millisecond))
-			if got := lastAttr(rec, "reverse tunnel down", "err"); !strings.Contains(got, end.cause) {
+			if got := lastAttr(rec, "reverse tunnel down", "error"); !strings.Contains(got, end.cause) {
 				t.Errorf("tunnel down because %q; want %q", got, end.cause)
 			}
 			// The old holder ends on the node, whatever ended the session.

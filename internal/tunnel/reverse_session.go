@@ -258,7 +258,7 @@ func (s *reverseState) serve(ctx context.Context, wg *sync.WaitGroup, ln net.Lis
 				return
 			}
 			// One channel that could not be accepted.
-			log.Debug("reverse accept failed", "err", err)
+			log.Debug("reverse accept failed", "error", err)
 			continue
 		}
 		wg.Go(func() { s.handle(ctx, ch, e, log) })
@@ -283,9 +283,9 @@ func (s *reverseState) handle(ctx context.Context, ch net.Conn, e Endpoint, log 
 		}
 		r.Metrics.Refused(RefusedDial)
 		if s.dialFailed(e) {
-			log.Warn("reverse dial failed: connection closed", "err", err)
+			log.Warn("reverse dial failed: connection closed", "error", err)
 		} else {
-			log.Debug("reverse dial failed: connection closed", "err", err)
+			log.Debug("reverse dial failed: connection closed", "error", err)
 		}
 		return
 	}
@@ -297,7 +297,7 @@ func (s *reverseState) handle(ctx context.Context, ch net.Conn, e Endpoint, log 
 	defer r.Metrics.ConnClosed()
 	n, err := relay(ctx, ch, dst, "job", e.addr(), r.Metrics, BytesIn)
 	if err != nil && ctx.Err() == nil {
-		log.Debug("reverse connection failed", "sent", n.Sent, "received", n.Received, "err", err)
+		log.Debug("reverse connection failed", "sent", n.Sent, "received", n.Received, "error", err)
 		return
 	}
 	log.Debug("reverse connection closed", "sent", n.Sent, "received", n.Received)

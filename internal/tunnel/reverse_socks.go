@@ -49,7 +49,7 @@ func (s *reverseState) serveSocks(ctx context.Context, ln net.Listener, log *slo
 		},
 	}
 	if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
-		log.Debug("SOCKS proxy stopped serving", "err", err)
+		log.Debug("SOCKS proxy stopped serving", "error", err)
 	}
 }
 

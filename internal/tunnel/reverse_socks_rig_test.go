@@ -85,7 +85,7 @@ func TestReverseSocksRig(t *testing.T) {
 
 	waitFor(t, 20*time.Second, "forwards up", func() bool { return states.ups() == 1 })
 	waitFor(t, 10*time.Second, "the proxy refused its port", func() bool {
-		return countWith(rec, "SOCKS proxy connect failed", "err", "remote forward "+socksAddr) >= 1
+		return countWith(rec, "SOCKS proxy connect failed", "error", "remote forward "+socksAddr) >= 1
 	})
 	if got, err := viaSocket(alice, redisSock, "PING\r\n"); err != nil || !strings.Contains(got, "+PONG") {
 		t.Errorf("redis through its forward while bob holds the proxy's port: %q, %v", got, err)

@@ -47,7 +47,7 @@ func TestReverseUserspaceRig(t *testing.T) {
 		rec, states := newLogRecorder(t), &stateRecorder{}
 		startReverse(t, newReverse(SshdNode, rec, states))
 		waitFor(t, 10*time.Second, "refused", func() bool {
-			return countWith(rec, "reverse tunnel connect failed", "err", "AllowStreamLocalForwarding") >= 1
+			return countWith(rec, "reverse tunnel connect failed", "error", "AllowStreamLocalForwarding") >= 1
 		})
 		if states.ups() != 0 {
 			t.Errorf("the node mode came up on a node sshd without forwarding")

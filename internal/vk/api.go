@@ -3,7 +3,6 @@ package vk
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -84,22 +83,12 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 
 // serve serves on ln until ctx ends.
 func (k *kubeletServer) serve(ctx context.Context, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- k.srv.ServeTLS(ln, "", "") }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("kubelet API: %w", err)
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		err := k.srv.Shutdown(sctx)
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = k.srv.Close()
-		}
-		<-errc
-		if k.streams.Conns != nil {
-			k.streams.Conns.Close()
-		}
-		return err
+	err := serveUntil(ctx, k.srv, func() error { return k.srv.ServeTLS(ln, "", "") })
+	if k.streams.Conns != nil {
+		k.streams.Conns.Close()
 	}
+	if err != nil {
+		return fmt.Errorf("kubelet API: %w", err)
+	}
+	return nil
 }

@@ -66,13 +66,27 @@ func RunElected(ctx context.Context, cfg *config.Config, opts Options, el Electi
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
-	return elect(ctx, client, el, LeaseName(cfg.NodeName), log, func(ctx context.Context) error {
+	if cfg.Node.MetricsListen != "" && opts.metrics == nil {
+		ms, err := newMetricsServer(cfg.Node.MetricsListen, log)
+		if err != nil {
+			return err
+		}
+		defer ms.ln.Close()
+		if err := ms.registerLeader(opts.Health); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go ms.serve(mctx)
+		opts.metrics = ms
+	}
+	return elect(ctx, client, el, LeaseName(cfg.NodeName), log, opts.Health, func(ctx context.Context) error {
 		return Run(ctx, cfg, opts)
 	})
 }
 
 // elect runs run while this replica holds the Lease name (see RunElected).
-func elect(ctx context.Context, client kubernetes.Interface, el Election, name string, log *slog.Logger, run func(context.Context) error) error {
+func elect(ctx context.Context, client kubernetes.Interface, el Election, name string, log *slog.Logger, health *Health, run func(context.Context) error) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: el.Namespace, Name: name},
 		Client:     client.CoordinationV1(),
@@ -85,6 +99,8 @@ func elect(ctx context.Context, client kubernetes.Interface, el Election, name s
 	defer stopElection()
 	var leading atomic.Bool
 	ran := make(chan error, 1)
+	health.electing()
+	var le *leaderelection.LeaderElector
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, Name: name, ReleaseOnCancel: true,
 		LeaseDuration: el.LeaseDuration, RenewDeadline: el.RenewDeadline, RetryPeriod: el.RetryPeriod,
@@ -94,6 +110,8 @@ func elect(ctx context.Context, client kubernetes.Interface, el Election, name s
 					return // stopping: the node must not start
 				}
 				leading.Store(true)
+				health.setLeading(true, func() error { return le.Check(leaseTolerance) })
+				defer health.setLeading(false, nil)
 				log.Info("sluice-vk: leading", "lease", el.Namespace+"/"+name, "identity", el.Identity)
 				runCtx, cancel := context.WithCancel(lead)
 				defer context.AfterFunc(ctx, cancel)()
@@ -104,6 +122,7 @@ func elect(ctx context.Context, client kubernetes.Interface, el Election, name s
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
+				health.newLeader(id)
 				if id != el.Identity {
 					log.Info("sluice-vk: standby", "lease", el.Namespace+"/"+name, "leader", id)
 				}

@@ -22,15 +22,16 @@ type candidate struct {
 	started chan struct{}
 	done    chan error // elect's result
 	cancel  context.CancelFunc
+	health  *Health
 }
 
 func startCandidate(t *testing.T, client *fake.Clientset, name string) *candidate {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &candidate{name: name, started: make(chan struct{}), done: make(chan error, 1), cancel: cancel}
+	c := &candidate{name: name, started: make(chan struct{}), done: make(chan error, 1), cancel: cancel, health: &Health{}}
 	el := Election{Namespace: "sluice", Identity: name, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
 	go func() {
-		c.done <- elect(ctx, client, el, LeaseName("hpc"), slog.New(slog.DiscardHandler), func(ctx context.Context) error {
+		c.done <- elect(ctx, client, el, LeaseName("hpc"), slog.New(slog.DiscardHandler), c.health, func(ctx context.Context) error {
 			close(c.started)
 			<-ctx.Done()
 			return nil
@@ -38,6 +39,18 @@ func startCandidate(t *testing.T, client *fake.Clientset, name string) *candidat
 	}()
 	t.Cleanup(func() { cancel(); <-c.done })
 	return c
+}
+
+// waitUntil polls cond until it holds, failing the test after 5s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func leads(c *candidate, within time.Duration) bool {
@@ -66,6 +79,15 @@ func TestElectOneLeaderAndHandover(t *testing.T) {
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "a" {
 		t.Fatalf("lease %v, %v; want held by a", lease, err)
 	}
+	// the leader is live and leads; the standby is live, and ready once it
+	// knows its leader
+	if err := a.health.Live(); err != nil || !a.health.Leading() {
+		t.Errorf("leader a: live %v, leading %v; want live and leading", err, a.health.Leading())
+	}
+	waitUntil(t, func() bool { return b.health.Ready() == nil })
+	if err := b.health.Live(); err != nil || b.health.Leading() {
+		t.Errorf("standby b: live %v, leading %v; want live, not leading", err, b.health.Leading())
+	}
 
 	start := time.Now()
 	a.cancel()
@@ -77,6 +99,9 @@ func TestElectOneLeaderAndHandover(t *testing.T) {
 		t.Fatal("b does not take over within 2s of a's release")
 	}
 	t.Logf("takeover after a released the lease: %s", time.Since(start).Round(time.Millisecond))
+	if !b.health.Leading() || b.health.LeaderChanges() != 1 {
+		t.Errorf("b after the takeover: leading %v, %d leader changes; want leading, 1", b.health.Leading(), b.health.LeaderChanges())
+	}
 }
 
 // TestElectLostLease: a leader that cannot renew its Lease (the API server

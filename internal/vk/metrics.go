@@ -69,6 +69,31 @@ func (m *metricsServer) registerNode(status *provider.NodeStatus) error {
 	return m.reg.Register(g)
 }
 
+// registerLeader adds the leader election's gauges: whether this replica
+// leads, and how often it saw the leader change.
+func (m *metricsServer) registerLeader(h *Health) error {
+	if h == nil {
+		return nil
+	}
+	leading := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sluice_vk_leader", Help: "1 while this replica holds the node's Lease and runs the node, else 0.",
+	}, func() float64 {
+		if h.Leading() {
+			return 1
+		}
+		return 0
+	})
+	changes := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "sluice_vk_leader_changes_total", Help: "Times this replica saw another replica take the node's Lease.",
+	}, func() float64 { return float64(h.LeaderChanges()) })
+	for _, c := range []prometheus.Collector{leading, changes} {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // registerCertificate adds the expiry of the SSH user certificate in file.
 func (m *metricsServer) registerCertificate(file string) error {
 	return m.reg.Register(newCertExpiry(file))

@@ -65,6 +65,13 @@ type Options struct {
 	// the key Secret the shadows mount in the tenant namespace from
 	// Network.SSH.KeyFile (shadow.Spec.KeyFile).
 	PublishKeySecret bool
+	// Health is told how the node and the election fare, for /healthz and
+	// /readyz (ServeHealth). If nil, nothing is told.
+	Health *Health
+
+	// metrics is the metrics server RunElected made before the election,
+	// so that standbys serve metrics too; if nil, Run makes its own.
+	metrics *metricsServer
 }
 
 // informerResync is how often the pod informer resyncs.
@@ -146,13 +153,16 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	others := informers.NewSharedInformerFactoryWithOptions(client, informerResync, informers.WithNamespace(cfg.Network.TenantNamespace))
 	podInformer := podInformers.Core().V1().Pods()
 
-	var ms *metricsServer
-	var reg prometheus.Registerer
-	if cfg.Node.MetricsListen != "" {
+	ms, serveMetrics := opts.metrics, false
+	if ms == nil && cfg.Node.MetricsListen != "" {
 		if ms, err = newMetricsServer(cfg.Node.MetricsListen, log); err != nil {
 			return err
 		}
 		defer ms.ln.Close()
+		serveMetrics = true
+	}
+	var reg prometheus.Registerer
+	if ms != nil {
 		reg = ms.reg
 	}
 	shadowManager, err := shadows(cfg, opts, client, recorder, log)
@@ -207,6 +217,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		if err := ms.registerNode(status); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
+		if ssh, ok := runner.(*site.SSH); ok {
+			if err := ms.reg.Register(sshCollector{ssh}); err != nil {
+				return fmt.Errorf("metrics: %w", err)
+			}
+		}
 		if f := cfg.Network.SSH.CertificateFile; f != "" && usesCertificate(cfg, opts) {
 			if err := ms.registerCertificate(f); err != nil {
 				return fmt.Errorf("metrics: %w", err)
@@ -226,8 +241,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 4)
+	opts.Health.nodeStarted(podInformer.Informer().HasSynced, nc.Ready(), commandsOf(runner))
 	podInformers.Start(ctx.Done())
-	if ms != nil {
+	if serveMetrics {
 		go ms.serve(ctx)
 	}
 	go func() { done <- prov.Run(ctx) }()
@@ -277,6 +293,15 @@ func waitAll(done chan error, n int, first error) error {
 func healthCheck(r site.Runner) func(context.Context) error {
 	if h, ok := r.(interface{ Healthy(context.Context) error }); ok {
 		return h.Healthy
+	}
+	return nil
+}
+
+// commandsOf returns what lists the site commands r has in flight, or nil
+// when r does not say.
+func commandsOf(r site.Runner) func() []site.Command {
+	if a, ok := r.(interface{ Activity() *site.Activity }); ok {
+		return a.Activity().InFlight
 	}
 	return nil
 }

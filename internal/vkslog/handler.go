@@ -14,10 +14,15 @@ const (
 	FormatJSON = "json"
 )
 
+// ErrorKey is the one key sluice's log lines carry an error under.
+const ErrorKey = "error"
+
 // NewLogger returns a logger writing to w in format (FormatText or
-// FormatJSON) from level on.
+// FormatJSON) from level on. An error logged under "err" (as logr, and so
+// klog's ErrorS, does) is written under ErrorKey, so that one key finds
+// every error.
 func NewLogger(w io.Writer, format string, level slog.Leveler) (*slog.Logger, error) {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: oneErrorKey}
 	switch format {
 	case FormatText:
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -32,4 +37,12 @@ func NewLogger(w io.Writer, format string, level slog.Leveler) (*slog.Logger, er
 // klog's own lines on stderr.
 func RouteKlog(l *slog.Logger) {
 	klog.SetSlogLogger(l.With("component", "client-go"))
+}
+
+// oneErrorKey renames a top-level "err" attribute to ErrorKey.
+func oneErrorKey(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == "err" {
+		a.Key = ErrorKey
+	}
+	return a
 }

@@ -59,7 +59,7 @@ func TestRouteKlog(t *testing.T) {
 	}
 	for i, want := range []map[string]any{
 		{"msg": "watch restarted", "resource": "pods", "component": "client-go", "level": "INFO"},
-		{"msg": "list failed", "err": "connection refused", "component": "client-go", "level": "ERROR"},
+		{"msg": "list failed", "error": "connection refused", "component": "client-go", "level": "ERROR"},
 	} {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(lines[i]), &rec); err != nil {

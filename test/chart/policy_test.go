@@ -118,8 +118,8 @@ func TestContainerPortsFollowListen(t *testing.T) {
 	}
 	// a free port without a NetworkPolicy: served, not named
 	r = render(t, "default", "--set", "config.Node.KubeletAPI.Listen=0.0.0.0:0")
-	if got := containerPorts(r); len(got) != 1 || got["metrics"] != 9464 {
-		t.Errorf("container ports %v with the kubelet API on a free port; want metrics 9464 only", got)
+	if got := containerPorts(r); len(got) != 2 || got["metrics"] != 9464 || got["health"] != 10248 {
+		t.Errorf("container ports %v with the kubelet API on a free port; want metrics 9464 and health 10248 only", got)
 	}
 	for _, tc := range []struct {
 		key, value string

@@ -32,12 +32,15 @@ type rendered struct {
 	other        []string // kinds outside the client-go scheme
 	services     []*corev1.Service
 	// hooks are the objects of Helm hooks (helm.sh/hook), apart from
-	// sluice-vk's own
+	// sluice-vk's own and helm test's
 	hooks []runtime.Object
 	// gateway are the tunnel gateway's objects (label
 	// app.kubernetes.io/component=gateway), apart from sluice-vk's; nil
 	// when there are none
 	gateway *rendered
+
+	// tests are the objects of helm test (helm.sh/hook: test)
+	tests []runtime.Object
 }
 
 // componentLabel marks the gateway's objects.
@@ -71,6 +74,10 @@ func decode(t *testing.T, out string) rendered {
 		}
 		if err != nil {
 			t.Fatalf("decode %q: %v", doc, err)
+		}
+		if m, ok := obj.(metav1.Object); ok && m.GetAnnotations()["helm.sh/hook"] == "test" {
+			r.tests = append(r.tests, obj)
+			continue
 		}
 		if m, ok := obj.(metav1.Object); ok && m.GetAnnotations()["helm.sh/hook"] != "" {
 			r.hooks = append(r.hooks, obj)

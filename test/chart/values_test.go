@@ -67,3 +67,17 @@ func TestReplicasNeedLeaderElection(t *testing.T) {
 		t.Errorf("got %v; want a refusal naming leaderElection.enabled", err)
 	}
 }
+
+// TestEnumValuesAccepted: the schema takes every value sluice-vk takes,
+// its enums generated from the configuration (enroot was once refused).
+func TestEnumValuesAccepted(t *testing.T) {
+	for _, set := range [][]string{
+		{"--set", "config.Site.ContainerRuntime=enroot"},
+		{"--set", "config.Node.GPUResource=amd.com/gpu"},
+		{"--set", "config.Network.SSH.Reverse.NodeExec=srun"},
+	} {
+		if out, err := template(t, append([]string{"-f", values("default")}, set...)...); err != nil {
+			t.Errorf("helm template refused %v: %v\n%.400s", set, err, out)
+		}
+	}
+}

@@ -165,6 +165,22 @@ log:
 	return r
 }
 
+// checkProbed checks that the kubelet probes sluice-vk's pod vk (startup,
+// liveness and readiness on /readyz and /healthz) and found it Ready, with
+// no restart: the probes pass on a real node.
+func (r *release) checkProbed(vk *corev1.Pod) {
+	t := r.e.t
+	t.Helper()
+	c := vk.Spec.Containers[0]
+	if c.StartupProbe == nil || c.LivenessProbe == nil || c.ReadinessProbe == nil {
+		t.Fatalf("sluice-vk's container has probes startup %v, liveness %v, readiness %v; want all three", c.StartupProbe, c.LivenessProbe, c.ReadinessProbe)
+	}
+	r.e.waitFor("sluice-vk Ready", 60*time.Second, func() bool {
+		p := r.vkPod()
+		return podReady(p) && p.Status.ContainerStatuses[0].RestartCount == 0
+	})
+}
+
 // run runs helm with args.
 func (r *release) run(args ...string) (string, error) {
 	cmd := exec.Command(r.helm, args...)
@@ -177,7 +193,8 @@ func (r *release) run(args ...string) (string, error) {
 func (r *release) vkPods() []corev1.Pod {
 	r.e.t.Helper()
 	list, err := r.e.client.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/name=sluice,app.kubernetes.io/instance=" + r.name,
+		// not the gateway's pods, nor helm test's doctor Pod
+		LabelSelector: "app.kubernetes.io/name=sluice,app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component!=doctor",
 	})
 	if err != nil {
 		r.e.t.Fatalf("sluice-vk's pods: %v", err)
@@ -270,6 +287,7 @@ func TestHelmInstallConfined(t *testing.T) {
 	ctx := context.Background()
 
 	vk := r.vkPod()
+	r.checkProbed(vk)
 	n, err := e.client.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -292,6 +310,15 @@ func TestHelmInstallConfined(t *testing.T) {
 		t.Fatalf("logs of hello: %q, %v; want its output through %s:10250", b, err, vk.Status.PodIP)
 	}
 	t.Logf("kubectl logs hello (through sluice-vk at %s): %q", vk.Status.PodIP, strings.TrimSpace(string(b)))
+
+	// helm test: sluice-vk doctor, in a pod with the release's
+	// configuration and credentials, checks the site
+	start := time.Now()
+	out, err := r.run("test", r.name, "--namespace", r.ns, "--timeout", "4m")
+	if err != nil || !strings.Contains(out, "Succeeded") {
+		t.Errorf("helm test: %v\n%s", err, out)
+	}
+	t.Logf("helm test (sluice-vk doctor against the site) passed in %s", time.Since(start).Round(100*time.Millisecond))
 
 	// forward and reverse tunnels through the gateway, the shadows in the
 	// tenant namespace, none holding a connection to the site
@@ -377,10 +404,12 @@ leaderElection:
 		}
 		return *l.Spec.HolderIdentity
 	}
-	e.waitFor("two replicas running", 60*time.Second, func() bool {
+	// both Ready: the leader with its node registered, the standby
+	// knowing its leader (/readyz)
+	e.waitFor("two replicas ready", 60*time.Second, func() bool {
 		n := 0
 		for _, p := range r.vkPods() {
-			if p.Status.Phase == corev1.PodRunning {
+			if podReady(&p) {
 				n++
 			}
 		}

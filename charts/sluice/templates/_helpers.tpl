@@ -290,3 +290,75 @@ that is not confined, in the tenant namespace's Role on a confined one. */}}
 {{- printf "%s:%v" $host (index . 1) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* sluice.siteVolumeMounts: where sluice-vk (and `sluice-vk doctor` of
+helm test) read the configuration and what reaches the site: the key or
+keytab and the pinned host keys. */}}
+{{- define "sluice.siteVolumeMounts" -}}
+- name: config
+  mountPath: /etc/sluice/config
+  readOnly: true
+{{- if include "sluice.kerberos" . }}
+- name: keytab
+  mountPath: /etc/sluice/krb5
+  readOnly: true
+{{- else }}
+- name: ssh
+  mountPath: /etc/sluice/ssh
+  readOnly: true
+{{- end }}
+{{- if .Values.credentials.bastionKnownHosts }}
+- name: bastion-known-hosts
+  mountPath: /etc/sluice/bastion_known_hosts
+  readOnly: true
+{{- end }}
+- name: known-hosts
+  mountPath: /etc/sluice/known_hosts
+  readOnly: true
+{{- if .Values.credentials.nodeKnownHosts }}
+- name: node-known-hosts
+  mountPath: /etc/sluice/node_known_hosts
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* sluice.siteVolumes: the volumes of sluice.siteVolumeMounts. */}}
+{{- define "sluice.siteVolumes" -}}
+- name: config
+  configMap:
+    name: {{ include "sluice.fullname" . }}-config
+{{- if include "sluice.kerberos" . }}
+- name: keytab
+  secret:
+    secretName: {{ include "sluice.keytabSecret" . }}
+    defaultMode: 0440
+    items:
+      - key: keytab
+        path: keytab
+{{- else }}
+- name: ssh
+  secret:
+    secretName: {{ include "sluice.keySecret" . }}
+    defaultMode: 0440
+    items:
+      - key: ssh-privatekey
+        path: ssh-privatekey
+      {{- if include "sluice.certificate" . }}
+      - key: ssh-certificate
+        path: ssh-certificate
+      {{- end }}
+{{- end }}
+{{- if .Values.credentials.bastionKnownHosts }}
+- name: bastion-known-hosts
+  configMap:
+    name: {{ include "sluice.bastionHostKeys" . }}
+{{- end }}
+- name: known-hosts
+  configMap:
+    name: {{ include "sluice.loginHostKeys" . }}
+{{- if .Values.credentials.nodeKnownHosts }}
+- name: node-known-hosts
+  configMap:
+    name: {{ include "sluice.nodeHostKeys" . }}
+{{- end }}
+{{- end }}
