@@ -79,6 +79,9 @@ func CheckRenewal(annotations map[string]string, pod RenewalPod) (time.Duration,
 			"restartPolicy %s: a successor job runs the containers again from the start, which only a pod with restartPolicy Always asks for", pod.RestartPolicy))
 	case pod.TimeLimit == 0 && !pod.FlagsSetTime:
 		return 0, &Refusal{Reason: ReasonRenewal, Annotation: RenewBefore, Rule: "the pod sets no time limit (spec.activeDeadlineSeconds, or --time in " + Flags + "): there is no walltime to renew before"}
+	case annotations[ReverseForwards] != "" || annotations[ReverseSocksPort] != "":
+		return 0, renewalRefusal("not with a reverse tunnel (" + ReverseForwards + ", " + ReverseSocksPort +
+			"): the shadow's reverse tunnel serves one job's socket directory at a time, and a successor's relay waits for its own before its containers start")
 	case pod.TimeLimit > 0 && d >= pod.TimeLimit:
 		return 0, renewalRefusal(fmt.Sprintf(
 			"%s is not less than the job's time limit %s (spec.activeDeadlineSeconds): each job would be renewed as soon as it starts", v, pod.TimeLimit))

@@ -62,6 +62,8 @@ func TestCheckRenewal(t *testing.T) {
 		{"Never", ask, RenewalPod{RestartPolicy: "Never", TimeLimit: time.Hour}, 0, "restartPolicy Never"},
 		{"OnFailure", ask, RenewalPod{RestartPolicy: "OnFailure", TimeLimit: time.Hour}, 0, "restartPolicy OnFailure"},
 		{"no limit", ask, RenewalPod{}, 0, "no time limit"},
+		{"reverse forwards", map[string]string{RenewBefore: "30s", ReverseForwards: "redis:6379"}, limit, 0, "not with a reverse tunnel"},
+		{"socks", map[string]string{RenewBefore: "30s", ReverseSocksPort: "1080"}, limit, 0, "not with a reverse tunnel"},
 		{"equal to the limit", map[string]string{RenewBefore: "2m"}, limit, 0, "not less than the job's time limit 2m0s"},
 		{"over the limit", map[string]string{RenewBefore: "1h"}, limit, 0, "not less than"},
 	} {
