@@ -249,11 +249,12 @@ func (p *Provider) successorFailed(st *podState, succ *successor, msg string) {
 		return
 	}
 	r.succ = nil
-	r.retryAt = p.cfg.Now().Add(p.backoff(r.failures))
+	delay := p.backoff(r.failures)
+	r.retryAt = p.cfg.Now().Add(delay)
 	r.failures++
 	pod, ref := st.pod.DeepCopy(), succ.ref
 	p.mu.Unlock()
-	p.event(pod, corev1.EventTypeWarning, EventSuccessorFailed, "%s; another is tried in %s", msg, p.backoff(r.failures-1))
+	p.event(pod, corev1.EventTypeWarning, EventSuccessorFailed, "%s; another is tried in %s", msg, delay)
 	p.log.Warn("provider: successor failed", "pod", keyOf(pod), "job", ref.JobID, "reason", msg)
 	if ref.JobID != "" {
 		p.background(func(ctx context.Context) { p.dropJob(ctx, pod, ref) })
