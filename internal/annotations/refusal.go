@@ -38,6 +38,10 @@ const (
 	ReasonPodVPN Reason = "ReverseWithPodVPN"
 	// ReasonSocksNotAllowed: SOCKS asked for without Reverse.AllowSocks.
 	ReasonSocksNotAllowed Reason = "ReverseSocksNotAllowed"
+
+	// ReasonRenewal: sluice.io/renew-before is malformed or cannot work
+	// for the pod (CheckRenewal).
+	ReasonRenewal Reason = "RenewalRefused"
 )
 
 // Refusal reports a pod that must be refused at creation (S6) rather than

@@ -33,6 +33,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	if restarted {
 		// ours before a restart: keep what was reported until the next poll
 		st.pod.Status = *pod.Status.DeepCopy()
+		p.resumeRenewal(st)
 	} else {
 		st.pod.Status = initialStatus(pod, p.cfg.InternalIP, p.cfg.Now())
 	}
@@ -138,6 +139,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	}
 	p.mu.Lock()
 	pod := st.pod.DeepCopy()
+	jobUID := st.ref.UID // a renewal's own, taken up after a restart (resumeRenewal)
 	p.mu.Unlock()
 	if r := p.precheck(pod); r != nil {
 		p.refuse(st, r)
@@ -163,6 +165,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	if job.Reverse, err = p.reverseJob(ctx, pod); err != nil {
 		return false, err
 	}
+	job.UID = jobUID
 	adopted := hasFinalizer(pod)
 	if !adopted {
 		if err := p.addFinalizer(ctx, pod); err != nil {
@@ -190,14 +193,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	p.mu.Lock()
 	st.ref.JobID = id
 	st.submitted = true
-	st.containers = append(slices.Clip(job.Init), job.Containers...)
-	st.runtimeOptions = job.RuntimeOptions
-	if job.Reverse != nil && job.Reverse.SocketDirRoot != "" {
-		st.socketDir = job.Reverse.SocketDir(job.UID)
-		if len(job.Reverse.Ports) > 0 {
-			st.forwardEntry = path.Join(st.socketDir, relay.ForwardSocket)
-		}
-	}
+	st.containers, st.runtimeOptions, st.socketDir, st.forwardEntry = jobSide(job)
 	st.waitMsg = ""
 	changed := st.freeze(pod)
 	if changed == nil {
@@ -293,4 +289,18 @@ func (p *Provider) GetPods(context.Context) ([]*corev1.Pod, error) {
 
 func notFound(namespace, name string) error {
 	return errdefs.NotFound(fmt.Sprintf("pod %s/%s is not on this node", namespace, name))
+}
+
+// jobSide is what the provider keeps of a submitted job: its containers
+// and runtime options (for exec), and its socket directory and relay's
+// forward entry on the node ("" for none), for the shadow.
+func jobSide(job *slurm.Job) (containers []slurm.Container, runtimeOptions []string, socketDir, forwardEntry string) {
+	containers, runtimeOptions = append(slices.Clip(job.Init), job.Containers...), job.RuntimeOptions
+	if job.Reverse != nil && job.Reverse.SocketDirRoot != "" {
+		socketDir = job.Reverse.SocketDir(job.UID)
+		if len(job.Reverse.Ports) > 0 {
+			forwardEntry = path.Join(socketDir, relay.ForwardSocket)
+		}
+	}
+	return containers, runtimeOptions, socketDir, forwardEntry
 }

@@ -20,6 +20,7 @@ func (p *Provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 		// not held (a dangling pod): its job may still exist
 		st = &podState{pod: pod.DeepCopy(), ref: p.cfg.Jobs.Ref(pod.Namespace, string(pod.UID), ""), finalizer: hasFinalizer(pod)}
 		st.submitted = true
+		p.resumeRenewal(st)
 		p.pods[keyOf(pod)] = st
 	}
 	p.mu.Unlock()
@@ -55,6 +56,7 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 	// (sbatch may have run before a restart)
 	mayHaveJob := st.submitted || st.finalizer || hasFinalizer(pod)
 	wasFinal := st.final
+	others := p.otherJobs(st)
 	p.mu.Unlock()
 
 	if mayHaveJob && !wasFinal && ref.Grace > 0 {
@@ -62,6 +64,9 @@ func (p *Provider) delete(ctx context.Context, st *podState) {
 	}
 	if mayHaveJob {
 		if !p.retry(ctx, "cancel", pod, func() error { return p.cfg.Jobs.Cancel(ctx, ref) }) {
+			return
+		}
+		if !p.dropOthers(ctx, pod, others) {
 			return
 		}
 		if !wasFinal && ref.JobID != "" {

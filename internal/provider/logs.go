@@ -22,9 +22,13 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, contai
 	p.mu.Lock()
 	st := p.pods[podKey(namespace, name)]
 	var ref slurm.JobRef
+	var prev *slurm.JobRef
 	var pod *corev1.Pod
 	if st != nil {
 		ref, pod = st.ref, st.pod.DeepCopy()
+		if st.renew != nil {
+			prev = st.renew.prev
+		}
 	}
 	p.mu.Unlock()
 	if st == nil {
@@ -36,7 +40,12 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, contai
 	if rc, ok, err := p.keptLogs(ctx, pod, container, podLogOptions(opts)); ok {
 		return rc, err
 	}
-	if opts.Previous {
+	if opts.Previous && prev != nil {
+		// the job handed over from (sluice.io/renew-before): it has ended
+		ref = *prev
+		opts.Follow = false
+	}
+	if opts.Previous && prev == nil {
 		// A container its probe killed runs again in the same job and
 		// appends to the same log: there is no previous log apart.
 		return nil, errdefs.InvalidInputf("previous logs of container %s in pod %s/%s are not kept apart: its runs are one after the other in its log, read without --previous", container, namespace, name)

@@ -90,6 +90,10 @@ type Config struct {
 	// its slot back; the attempt is then retried, and Submit adopts a job
 	// that the cut-short sbatch did submit. If zero, 5 minutes.
 	SubmitTimeout time.Duration
+	// HandoverSettle is the time the tunnels of a pod's shadow are given
+	// to move to a successor job (sluice.io/renew-before), once the shadow
+	// was told of its node, before the old job is cancelled. If zero, 10s.
+	HandoverSettle time.Duration
 	// Logger receives what the provider does not return. If nil, slog.Default().
 	Logger *slog.Logger
 	// Now tells the time. If nil, time.Now.
@@ -156,6 +160,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.SubmitTimeout <= 0 {
 		cfg.SubmitTimeout = 5 * time.Minute
+	}
+	if cfg.HandoverSettle <= 0 {
+		cfg.HandoverSettle = 10 * time.Second
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second

@@ -127,6 +127,20 @@ func TestRefused(t *testing.T) {
 		field  string
 		rule   string
 	}{
+		{"renewal without a time limit", func(p *corev1.Pod) {
+			annotate(annotations.RenewBefore, "30s")(p)
+			p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		}, nil,
+			string(annotations.ReasonRenewal), "metadata.annotations[" + annotations.RenewBefore + "]", "sets no time limit"},
+		{"renewal as long as the limit", func(p *corev1.Pod) {
+			annotate(annotations.RenewBefore, "2m")(p)
+			p.Spec.ActiveDeadlineSeconds = func() *int64 { v := int64(120); return &v }()
+			p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		}, nil, string(annotations.ReasonRenewal), "metadata.annotations[" + annotations.RenewBefore + "]", "not less than the job's time limit"},
+		{"renewal of a pod that is not restarted", func(p *corev1.Pod) {
+			annotate(annotations.RenewBefore, "30s", slurm.AnnotationFlags, "-t 10")(p)
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+		}, nil, string(annotations.ReasonRenewal), "metadata.annotations[" + annotations.RenewBefore + "]", "restartPolicy Never"},
 		{"bad flags annotation", annotate(slurm.AnnotationFlags, "--wrap=x"), nil,
 			ReasonRefused, "metadata.annotations[" + slurm.AnnotationFlags + "]", ""},
 		{"host path volume", func(p *corev1.Pod) {

@@ -32,6 +32,9 @@ func (p *Provider) precheck(pod *corev1.Pod) *refusal {
 			rule:   fmt.Sprintf("node %s runs pods of namespace %s only (Network.RefuseForeignPods)", p.cfg.NodeName, p.cfg.TenantNamespace),
 		}
 	}
+	if _, r := renewBefore(pod); r != nil {
+		return r
+	}
 	r, err := annotations.Parse(pod.Annotations, pod.Namespace)
 	if err == nil {
 		err = annotations.Check(r, pod.Annotations, p.cfg.Reverse)

@@ -220,7 +220,13 @@ func (p *Provider) followNode(st *podState, node string) {
 			if stopped.Err() != nil || p.isDeleting(st) {
 				return nil // superseded, or no longer wanted
 			}
-			return p.cfg.Shadows.SetNode(ctx, pod, node, job, socketDir)
+			if err := p.cfg.Shadows.SetNode(ctx, pod, node, job, socketDir); err != nil {
+				return err
+			}
+			p.mu.Lock()
+			st.nodeSetFor = job
+			p.mu.Unlock()
+			return nil
 		})
 	})
 }

@@ -80,6 +80,11 @@ type podState struct {
 	// gate is the shadow pod's readiness gate (shadow.ConditionOffloadedReady)
 	// as last seen or written; "" before the first look.
 	gate corev1.ConditionStatus
+	// renew is the pod's walltime renewal (renew.go), nil while it asks
+	// for none or its job has not run yet.
+	renew *renewal
+	// nodeSetFor is the job whose node the shadow was last told of.
+	nodeSetFor string
 	// waitMsg is the last reason a submission waits for, to record an
 	// Event once per new reason.
 	waitMsg string

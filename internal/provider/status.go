@@ -38,6 +38,7 @@ func (p *Provider) pollLoop(ctx context.Context) {
 func (p *Provider) poll(ctx context.Context) error {
 	var refs []slurm.JobRef
 	byUID := map[string]*podState{}
+	succOf := map[string]*podState{} // successors (renew.go), by their jobs' UIDs
 	var deleting []*podState
 	p.mu.Lock()
 	for _, st := range p.pods {
@@ -48,6 +49,10 @@ func (p *Provider) poll(ctx context.Context) error {
 		if st.submitted && !st.final && !st.deleting {
 			refs = append(refs, st.ref)
 			byUID[st.ref.UID] = st
+			if r := st.renew; r != nil && r.succ != nil && r.succ.ref.JobID != "" {
+				refs = append(refs, r.succ.ref)
+				succOf[r.succ.ref.UID] = st
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -66,6 +71,11 @@ func (p *Provider) poll(ctx context.Context) error {
 	for uid, js := range all {
 		if st := byUID[uid]; st != nil {
 			p.update(ctx, st, js)
+		}
+	}
+	for uid, js := range all { // once their current jobs' are known
+		if st := succOf[uid]; st != nil {
+			p.updateSuccessor(st, js)
 		}
 	}
 	return nil
@@ -88,6 +98,16 @@ func (p *Provider) update(ctx context.Context, st *podState, js slurm.Status) {
 		p.mu.Unlock()
 		return
 	}
+	if tell, held := p.lateForSuccessor(st, js); held {
+		pod := st.pod.DeepCopy()
+		p.mu.Unlock()
+		if tell {
+			p.event(pod, corev1.EventTypeWarning, EventSuccessorLate, "Slurm job %s reached its time limit before its successor ran: the pod is not Ready until the successor is", js.JobID)
+			p.push(st)
+		}
+		p.renewAfter(st, js)
+		return
+	}
 	prev := st.last
 	st.last = js
 	old := st.pod.Status
@@ -97,6 +117,9 @@ func (p *Provider) update(ctx context.Context, st *podState, js slurm.Status) {
 	}
 	if st.tunnelCond != nil {
 		setCondition(&st.pod.Status.Conditions, *st.tunnelCond)
+	}
+	if st.renew != nil && st.renew.gen > 0 {
+		setCondition(&st.pod.Status.Conditions, currentJobCondition(st, p.cfg.Now()))
 	}
 	st.final = js.State.Final()
 	if st.final {
@@ -118,6 +141,7 @@ func (p *Provider) update(ctx context.Context, st *podState, js slurm.Status) {
 	if changed {
 		p.push(st)
 	}
+	p.renewAfter(st, js)
 }
 
 // transitionEvents records what changed between two job statuses.

@@ -32,6 +32,11 @@ type Status struct {
 	StartTime time.Time
 	// EndTime is when the job ended; zero until it has.
 	EndTime time.Time
+	// LimitEnd is when a running job reaches its time limit, as squeue's
+	// end time says (its start plus the limit, moved by an scontrol update
+	// of the limit); zero for a job that is not running, has no limit, or
+	// whose status came from elsewhere than squeue.
+	LimitEnd time.Time
 	// Exit is the batch script's exit code, when sacct or job.exit gave it.
 	Exit *ExitCode
 	// Containers holds the containers that have started, by name.
@@ -148,8 +153,11 @@ func (c *Client) queueStatus(e queueEntry) Status {
 	if e.State.ran() {
 		st.StartTime = e.Start // before, it is the expected start
 	}
-	if e.State.Final() {
+	switch {
+	case e.State.Final():
 		st.EndTime = e.End // before, it is the expected end
+	case e.State == StateRunning && e.End.After(e.Start):
+		st.LimitEnd = e.End
 	}
 	return st
 }
