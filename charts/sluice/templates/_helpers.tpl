@@ -129,6 +129,12 @@ same registry: the same Secrets' names, read in the shadows' namespace */}}
 {{- end -}}
 {{- $_ := set $net "ShadowImagePullSecrets" $names -}}
 {{- end -}}
+{{- /* sluice-vk from a registry of the site's: the shadows' tunnel image
+from the same place (the repository's directory, sluice-vk's tag), unless
+the configuration names its own */}}
+{{- if and (include "sluice.tunnel" .) (ne .Values.image.repository "ghcr.io/sluice-hpc/sluice-vk") (not $ssh.TunnelImage) -}}
+{{- $_ := set $ssh "TunnelImage" (printf "%s/sluice-tunnel:%s" (dir .Values.image.repository) (include "sluice.tag" .)) -}}
+{{- end -}}
 {{- if and .Values.metrics.enabled (not $node.MetricsListen) -}}
 {{- $_ := set $node "MetricsListen" (printf ":%d" (int .Values.metrics.port)) -}}
 {{- end -}}
