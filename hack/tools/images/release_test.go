@@ -45,7 +45,9 @@ func TestRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds sluice-tunnel for two architectures")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	// cold, on a loaded 2-core machine, the arm64 builds alone take
+	// minutes
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	t.Setenv("SOURCE_DATE_EPOCH", "1764806400")
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: the test registry is open
