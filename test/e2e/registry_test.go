@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,7 +88,11 @@ func pushRelease(t *testing.T, rig *testrig.Rig, helm string) *registry {
 	if _, ok := lookup("RIG_REGISTRY"); !ok {
 		testrig.Unavailable(t, "the rig has no registry (RIG_REGISTRY missing from rig.env)")
 	}
-	pushOnce.Do(func() { pushed, pushErr = push(rig, t, helm) })
+	pushOnce.Do(func() {
+		start := time.Now()
+		pushed, pushErr = push(rig, t, helm)
+		t.Logf("images and chart built and pushed to %s in %s", rig.Get(t, "RIG_REGISTRY"), time.Since(start).Round(100*time.Millisecond))
+	})
 	if pushErr != nil {
 		t.Fatal(pushErr)
 	}
