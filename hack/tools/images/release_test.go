@@ -65,8 +65,10 @@ func TestRelease(t *testing.T) {
 	var out string
 	var lines []string
 	for i := range 2 {
+		// the revision given: a commit made while the test runs would
+		// otherwise change the label between the two releases
 		o := options{out: t.TempDir(), images: []string{"sluice-tunnel"}, source: defaultSource,
-			version: "v1.2.3-rc.1", release: true, archs: []string{"amd64", "arm64"}, helm: helm}
+			version: "v1.2.3-rc.1", revision: "0123456789abcdef0123456789abcdef01234567", release: true, archs: []string{"amd64", "arm64"}, helm: helm}
 		if i == 1 {
 			o.push, o.pushCA = host+"/sluice", ca
 		}
