@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"log"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -52,7 +54,7 @@ func TestRelease(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1764806400")
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: the test registry is open
 
-	srv := httptest.NewTLSServer(registry.New())
+	srv := httptest.NewTLSServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
