@@ -87,19 +87,23 @@ func installChartWith(t *testing.T, confined bool, extra string, before func(r *
 	reg := pushRelease(t, rig, r.helm)
 
 	ctx := context.Background()
-	// the shadows' namespace, where their pull Secret must be
-	shadowNS := e.ns
-	if !confined {
-		shadowNS = e.ns + shadow.ShadowSuffix
-	}
-	for _, ns := range slices.Compact([]string{r.ns, e.ns, shadowNS}) {
+	for _, ns := range []string{r.ns, e.ns} {
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create namespace %s: %v", ns, err)
 		}
 	}
 	reg.createPullSecret(t, client, r.ns)
-	if shadowNS != r.ns {
-		reg.createPullSecret(t, client, shadowNS)
+	// Confined, the shadows live in the tenant namespace, where the site
+	// puts their pull Secret. Not confined, they live in <ns>-shadow, which
+	// sluice-vk creates and trusts only as its own (no Secret can be put
+	// there first): those shadows run the tunnel image imported into the
+	// node, pulling nothing.
+	tunnel, shadowPull := reg.image("sluice-tunnel"), []string{}
+	if confined {
+		reg.createPullSecret(t, client, e.ns)
+	} else {
+		importImage(t, rig, "sluice-tunnel")
+		tunnel, shadowPull = tunnelImage, []string{"--set-json", "config.Network.ShadowImagePullSecrets=[]"}
 	}
 	e.externalRedis()
 	t.Cleanup(func() {
@@ -145,7 +149,7 @@ log:
   format: json
 %s`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"),
 		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"),
-		reg.image("sluice-tunnel"), reg.prefix()+"/sluice-vk", e2eVersion, pullSecret, extra)
+		tunnel, reg.prefix()+"/sluice-vk", e2eVersion, pullSecret, extra)
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
@@ -160,7 +164,7 @@ log:
 		"--set-file", "credentials.knownHosts=" + rig.Get(t, "RIG_KNOWN_HOSTS"),
 		"--set-file", "credentials.nodeKnownHosts=" + rig.Get(t, "RIG_NODE_KNOWN_HOSTS"),
 		"--set-string", "config.Network.TenantNamespace=" + tenant}
-	out, err := r.run(append(args, reg.helmFlags()...)...)
+	out, err := r.run(append(append(args, shadowPull...), reg.helmFlags()...)...)
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
