@@ -7,13 +7,15 @@ PKGS    := ./...
 SCRIPTS := $(shell find hack -name '*.sh')
 
 IMAGES  ?= bin/images
+RELEASE ?= bin/release
+COMMA   := ,
 # E2E_PARALLEL: how many of the e2e tests marked parallel (test/e2e: their
 # own namespace, node and jobs, nothing of the site's shared) run at once,
 # after the serial ones. The rig's Slurm node has 4 CPUs.
 E2E_PARALLEL ?= 4
 VERSION ?=
 
-.PHONY: test unit rig-test e2e vet lint fuzz images helm schema rig-up rig-down rig-status demo demo-slurm
+.PHONY: test unit rig-test e2e vet lint fuzz images release helm schema rig-up rig-down rig-status demo demo-slurm
 
 ## test: bring the rig up, then vet, lint, and every test: the unit tests and
 ## the tests against the rig, in one run with the race detector on, then the
@@ -63,8 +65,23 @@ fuzz:
 ## coredns, into $(IMAGES), built without a container engine or a registry;
 ## prints NAME DIGEST FILE for each. The same source gives the same digests.
 ## VERSION=v1.2.3 stamps a release; else the tag of HEAD or v0.0.0-dev+REV.
+## PUSH=registry.example.org/sluice pushes sluice-vk and sluice-tunnel there
+## (credentials of $$DOCKER_CONFIG/config.json: crane auth login; PUSH_CA=FILE
+## adds a CA), instead of building the rig's images.
 images:
-	$(GO) run ./hack/tools/images -out $(IMAGES) -coredns "$$(hack/tools/build.sh coredns)" $(if $(VERSION),-version $(VERSION))
+	$(GO) run ./hack/tools/images -out $(IMAGES) $(if $(VERSION),-version $(VERSION)) \
+		$(if $(PUSH),-images sluice-vk$(COMMA)sluice-tunnel -push $(PUSH) $(if $(PUSH_CA),-push-ca $(PUSH_CA)),-coredns "$$(hack/tools/build.sh coredns)")
+
+## release: what a release ships, into $(RELEASE), reproducibly (every date
+## SOURCE_DATE_EPOCH, else HEAD's): sluice-vk and sluice-tunnel as one OCI
+## index each of linux/amd64 and linux/arm64 (NAME/, an OCI layout for crane
+## push, and NAME.tar for skopeo's oci-archive:), sluice-vk carrying
+## sluice-relay for amd64, arm64 and ppc64le; an SPDX SBOM per image; the
+## chart (helm package); SHA256SUMS. VERSION and PUSH as for images.
+release: helm
+	rm -rf $(RELEASE)
+	$(GO) run ./hack/tools/images -release -out $(RELEASE) -helm "$$(hack/tools/build.sh path helm)" \
+		$(if $(VERSION),-version $(VERSION)) $(if $(PUSH),-push $(PUSH)) $(if $(PUSH_CA),-push-ca $(PUSH_CA))
 
 rig-up:
 	$(RIG) up

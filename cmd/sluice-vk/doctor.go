@@ -26,6 +26,7 @@ func doctorCommand(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	queueWait := fs.Duration("queue-wait", 2*time.Minute, "how long the probe job may wait in the queue")
 	verbose := fs.Bool("v", false, "log what sluice's code does on the way (on stderr)")
+	relayBinary := fs.String("relay-binary", "", "the sluice-relay sluice-vk is given; if empty, the relays beside this executable")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -33,7 +34,7 @@ func doctorCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *configFile == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: sluice-vk doctor --config FILE [--json] [--queue-wait 2m] [-v]")
+		fmt.Fprintln(stderr, "usage: sluice-vk doctor --config FILE [--json] [--queue-wait 2m] [--relay-binary FILE] [-v]")
 		return 2
 	}
 	cfg, err := config.Load(*configFile)
@@ -41,7 +42,7 @@ func doctorCommand(args []string, stdout, stderr io.Writer) int {
 		printProblems(stderr, err)
 		return 2
 	}
-	d := &doctor.Doctor{Config: cfg, QueueWait: *queueWait}
+	d := &doctor.Doctor{Config: cfg, QueueWait: *queueWait, RelayBinary: *relayBinary}
 	if *verbose {
 		d.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}

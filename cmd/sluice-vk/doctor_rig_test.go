@@ -55,7 +55,10 @@ func TestRigDoctor(t *testing.T) {
 	if c, _ := healthy.Find("sbatch-options"); !strings.Contains(c.Found, "learned from the site: sbatch 22.05") {
 		t.Errorf("healthy rig: sbatch-options %+v; want learned from 22.05", c)
 	}
-	if len(healthy.Checks) < 19 || t.Failed() {
+	if c, _ := healthy.Find("relay"); !strings.Contains(c.Found, ": sluice-vk places ") {
+		t.Errorf("healthy rig: relay %+v; want the relay given placed", c)
+	}
+	if len(healthy.Checks) < 20 || t.Failed() {
 		// Each case below compares its lines with these.
 		t.Fatalf("healthy rig: %d checks, not all OK", len(healthy.Checks))
 	}
@@ -190,7 +193,13 @@ func runDoctor(t *testing.T, file string, wantCode int) *doctor.Report {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := doctorCommand([]string{"--config", file, "--json", "--queue-wait", "1m"}, &stdout, &stderr)
+	// the relay sluice-vk would be given: the doctor reads which machine
+	// it is built for, and this test binary is built for the rig's
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := doctorCommand([]string{"--config", file, "--json", "--queue-wait", "1m", "--relay-binary", exe}, &stdout, &stderr)
 	t.Logf("doctor: exit %d in %v", code, time.Since(start).Round(100*time.Millisecond))
 	var rep doctor.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {

@@ -65,7 +65,7 @@ func main() {
 	printVersion := flag.Bool("version", false, "print the version and exit")
 	publishKey := flag.Bool("publish-key-secret", false, "on a node confined to Network.TenantNamespace, write Network.SSH.KeySecret there from Network.SSH.KeyFile (the chart's credentials.existingSecret)")
 	healthListen := flag.String("health-listen", "", "serve /healthz and /readyz over plain HTTP on this address (:10248); if empty, not served")
-	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site; if empty, sluice-relay beside this executable")
+	relayBinary := flag.String("relay-binary", "", "the sluice-relay binary to place on the site, built for its machine; if empty, the one for the site's uname -m beside this executable (sluice-relay-linux-ARCH, else sluice-relay)")
 	var el vk.Election
 	elect := flag.Bool("leader-elect", false, "run the node only while holding the Lease sluice-vk-<NodeName>: replicas take over from each other")
 	flag.StringVar(&el.Namespace, "leader-elect-namespace", os.Getenv("POD_NAMESPACE"), "the Lease's namespace (required with --leader-elect)")

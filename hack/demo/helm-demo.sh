@@ -48,15 +48,32 @@ fail() {
 	exit 1
 }
 
-step "build kubectl and helm at the rig's release (once), and the sluice-vk and sluice-tunnel images; import them into ${RIG_K8S_NODE}'s containerd"
+[[ -n "${RIG_REGISTRY:-}" ]] || { echo "demo: the rig has no registry (RIG_REGISTRY): run hack/rig/rig.sh up" >&2; exit 1; }
+registry="${RIG_REGISTRY}/sluice-demo"
+chart_version="${version#v}"
+
+step "build kubectl and helm at the rig's release (once), the sluice-vk and sluice-tunnel images and the chart; push them to the rig's registry ${RIG_REGISTRY}"
 kubectl_bin="$(hack/tools/build.sh kubectl)" || fail "cannot build kubectl"
 helm_bin="$(hack/tools/build.sh helm)" || fail "cannot build helm"
-hack/tools/import-images.sh "${version}" sluice-vk sluice-tunnel
 k() { "${kubectl_bin}" --kubeconfig "${RIG_KUBECONFIG}" "$@"; }
 h() {
 	KUBECONFIG="${RIG_KUBECONFIG}" HELM_CONFIG_HOME="${work}/helm" HELM_CACHE_HOME="${work}/helm" \
 		HELM_DATA_HOME="${work}/helm" "${helm_bin}" "$@"
 }
+# the registry's password stays in files (0600), never on a command line
+# the site's users could read
+(
+	umask 077
+	mkdir -p "${work}/docker"
+	printf '{"auths":{"%s":{"auth":"%s"}}}\n' "${RIG_REGISTRY}" \
+		"$(printf '%s:%s' "${RIG_REGISTRY_USER}" "$(<"${RIG_REGISTRY_PASSWORD_FILE}")" | base64 -w0)" >"${work}/docker/config.json"
+)
+DOCKER_CONFIG="${work}/docker" go run ./hack/tools/images -out "${work}/images" -images sluice-vk,sluice-tunnel \
+	-version "${version}" -push "${registry}" -push-ca "${RIG_REGISTRY_CA}"
+h registry login "${RIG_REGISTRY}" --username "${RIG_REGISTRY_USER}" --password-stdin \
+	--ca-file "${RIG_REGISTRY_CA}" <"${RIG_REGISTRY_PASSWORD_FILE}"
+h package charts/sluice --destination "${work}" --version "${chart_version}" --app-version "${version}"
+h push "${work}/sluice-${chart_version}.tgz" "oci://${registry}/charts" --ca-file "${RIG_REGISTRY_CA}"
 # site ARGS: a command on the login node, as the site account (ssh joins
 # ARGS into one command line for the remote shell)
 site() {
@@ -94,8 +111,13 @@ for ns in "${tenant}" "${system}"; do
 	k create namespace "${ns}"
 done
 k -n "${system}" create secret generic site-key --from-file=ssh-privatekey="${RIG_KEY}"
+# the pull Secret sluice-vk's pod and the shadows (in ${tenant}) pull with
+for ns in "${system}" "${tenant}"; do
+	k -n "${ns}" create secret generic regcred --type=kubernetes.io/dockerconfigjson \
+		--from-file=.dockerconfigjson="${work}/docker/config.json"
+done
 
-step "helm install ${release} charts/sluice: node ${node}, confined to namespace ${tenant}, both tunnels"
+step "helm install ${release} oci://${registry}/charts/sluice: node ${node}, confined to namespace ${tenant}, both tunnels, images pulled from ${RIG_REGISTRY}"
 cat >"${work}/values.yaml" <<YAML
 config:
   NodeName: ${node}
@@ -111,16 +133,20 @@ config:
       LoginHost: ${RIG_LOGIN_ADDR}
       Port: ${RIG_LOGIN_PORT}
       User: ${RIG_USER}
+      TunnelImage: ${registry}/sluice-tunnel:${version}
       Reverse:
         Enabled: true
 credentials:
   existingSecret: site-key
 image:
+  repository: ${registry}/sluice-vk
   tag: ${version}
+imagePullSecrets: [{name: regcred}]
 log:
   format: text
 YAML
-h install "${release}" charts/sluice -n "${system}" -f "${work}/values.yaml" \
+h install "${release}" "oci://${registry}/charts/sluice" --version "${chart_version}" --ca-file "${RIG_REGISTRY_CA}" \
+	-n "${system}" -f "${work}/values.yaml" \
 	--set-file credentials.knownHosts="${RIG_KNOWN_HOSTS}" \
 	--set-file credentials.nodeKnownHosts="${RIG_NODE_KNOWN_HOSTS}"
 installed=1

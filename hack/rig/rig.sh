@@ -18,7 +18,7 @@
 #   rig.sh down site2               stop the second site only
 #   rig.sh status                   one line per service; non-zero if anything is down
 #   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
-#                                   kdc sshd-login sshd-node sshd-bastion redis etcd kube-apiserver
+#                                   kdc sshd-login sshd-node sshd-bastion redis registry etcd kube-apiserver
 #                                   kube-controller-manager kube-scheduler
 #                                   containerd kubelet kube-proxy
 #                                   site2-munge site2-mariadb site2-slurmdbd
@@ -62,6 +62,8 @@ source "${RIG_SRC_DIR}/lib/kube_pki.sh"
 source "${RIG_SRC_DIR}/lib/node.sh"
 # shellcheck source=lib/node_image.sh
 source "${RIG_SRC_DIR}/lib/node_image.sh"
+# shellcheck source=lib/registry.sh
+source "${RIG_SRC_DIR}/lib/registry.sh"
 # shellcheck source=lib/cluster.sh
 source "${RIG_SRC_DIR}/lib/cluster.sh"
 # shellcheck source=lib/site2_root.sh
@@ -79,7 +81,7 @@ usage() {
 	cat >&2 <<'USAGE'
 usage: rig.sh up [node|site2] | down [site2] | status | start|stop|restart SERVICE
   SERVICE: munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion
-           redis etcd kube-apiserver kube-controller-manager kube-scheduler
+           redis registry etcd kube-apiserver kube-controller-manager kube-scheduler
            containerd kubelet kube-proxy
            site2-munge site2-mariadb site2-slurmdbd site2-slurmctld site2-slurmd
            site2-sshd-login site2-sshd-node

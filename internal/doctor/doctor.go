@@ -27,6 +27,13 @@ type Doctor struct {
 	Timeout time.Duration
 	// Now tells the time. If nil, time.Now.
 	Now func() time.Time
+	// RelayBinary is sluice-vk's --relay-binary: the relay it places on
+	// the site, which must fit the site's machine. If empty, the relay
+	// for the site's machine in RelayDir.
+	RelayBinary string
+	// RelayDir holds the relays of each architecture (relaybin.File).
+	// If empty, the running executable's directory, as sluice-vk's.
+	RelayDir string
 }
 
 // Run runs every check and returns the report; it never fails as a whole:
@@ -71,6 +78,7 @@ func (d *Doctor) Run(ctx context.Context) *Report {
 	r.add(dataRoot)
 	r.add(spaceCheck(ctx, runner, c.Site.DataRoot))
 	r.add(sha256Check(ctx, runner, c))
+	r.add(d.relayCheck(ctx, runner))
 	r.add(sbatchOptionsCheck(ctx, runner, c.Site.DataRoot, log))
 	r.add(opensshCheck(ctx, runner, login))
 	if login != nil {
@@ -109,7 +117,7 @@ var probeChecks = []string{"probe-job", "runtime", "socket-dir", "unprivileged-p
 
 // skipRest adds every check after the login's as skipped.
 func (d *Doctor) skipRest(r *Report, why string) {
-	for _, name := range append([]string{"login-shell", "slurm", "data-root", "data-root-space", "sha256sum", "sbatch-options", "openssh", "login-forwarding"}, probeChecks...) {
+	for _, name := range append([]string{"login-shell", "slurm", "data-root", "data-root-space", "sha256sum", "relay", "sbatch-options", "openssh", "login-forwarding"}, probeChecks...) {
 		r.add(Check{Name: name, Status: Skip, Found: why})
 	}
 }

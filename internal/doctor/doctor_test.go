@@ -91,10 +91,16 @@ Network:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := (&Doctor{Config: cfg, Timeout: 5 * time.Second}).Run(ctx)
+	// the test binary stands in for a relay built for this machine, which
+	// runs the site's commands
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := (&Doctor{Config: cfg, Timeout: 5 * time.Second, RelayBinary: exe}).Run(ctx)
 
 	want := map[string]Status{
-		"certificate": OK, "login": OK, "auth": OK, "login-shell": OK, "slurm": OK, "data-root": OK, "sha256sum": OK,
+		"certificate": OK, "login": OK, "auth": OK, "login-shell": OK, "slurm": OK, "data-root": OK, "sha256sum": OK, "relay": OK,
 		"probe-job": Fail, "runtime": Skip, "socket-dir": Skip, "unprivileged-ports": Skip,
 		"node-sshd": Skip, "stream-local": Skip, "gateway-ports": Skip, "node-forwarding": Skip,
 		"sbatch-options": OK, "openssh": OK, "login-forwarding": OK,
@@ -119,8 +125,11 @@ Network:
 	if c, _ := r.Find("openssh"); !strings.Contains(c.Found, "login sshd SSH-2.0-") || !strings.Contains(c.Found, "ssh -V on the login node: ") {
 		t.Errorf("openssh: %+v", c)
 	}
-	if !r.Failed() || len(r.Checks) != 19 {
-		t.Errorf("failed %v with %d checks; want failed with 19", r.Failed(), len(r.Checks))
+	if c, _ := r.Find("relay"); !strings.Contains(c.Found, ": sluice-vk places "+filepath.Base(exe)) {
+		t.Errorf("relay: %+v", c)
+	}
+	if !r.Failed() || len(r.Checks) != 20 {
+		t.Errorf("failed %v with %d checks; want failed with 20", r.Failed(), len(r.Checks))
 	}
 	// the probe's files are gone; what sbatch listed is kept for sluice-vk
 	left, _ := os.ReadDir(filepath.Join(dir, "data"))

@@ -101,30 +101,88 @@ func Write(w io.Writer, img Image) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	digest, err := built.Digest()
+	osName, arch := img.platform()
+	return writeTar(w, img.Name, img.dated(), func(p layout.Path, opts ...layout.Option) error {
+		return p.AppendImage(built, append(opts, layout.WithPlatform(v1.Platform{OS: osName, Architecture: arch}))...)
+	}, built.Digest)
+}
+
+// Index assembles the images of one name built for several platforms into
+// an OCI image index, each manifest's descriptor carrying its platform, in
+// the order given: the same images give the same index.
+func Index(imgs []Image) (v1.ImageIndex, error) {
+	if len(imgs) == 0 {
+		return nil, errors.New("build index: no images")
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	var adds []mutate.IndexAddendum
+	for _, img := range imgs {
+		if img.Name != imgs[0].Name {
+			return nil, fmt.Errorf("build index %s: holds %s too", imgs[0].Name, img.Name)
+		}
+		built, err := Build(img)
+		if err != nil {
+			return nil, err
+		}
+		osName, arch := img.platform()
+		adds = append(adds, mutate.IndexAddendum{Add: built, Descriptor: v1.Descriptor{
+			MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: osName, Architecture: arch}}})
+	}
+	idx = mutate.AppendManifests(idx, adds...)
+	if a := imageAnnotations(imgs[0].Config.Labels); a != nil {
+		idx = mutate.Annotations(idx, a).(v1.ImageIndex)
+	}
+	return idx, nil
+}
+
+// WriteIndexLayout writes idx, named name (a full reference), as an OCI
+// image layout in dir, which must not exist or be empty: its index.json
+// names the one image index. `crane push DIR REF` pushes it whole.
+func WriteIndexLayout(dir, name string, idx v1.ImageIndex) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write index %s: %w", name, err)
+	}
+	if err := writeLayout(dir, name, func(p layout.Path, opts ...layout.Option) error {
+		return p.AppendIndex(idx, opts...)
+	}); err != nil {
+		return fmt.Errorf("write index %s: %w", name, err)
+	}
+	return nil
+}
+
+// layoutAppender adds one image or index to a layout, with the options
+// naming it.
+type layoutAppender func(p layout.Path, opts ...layout.Option) error
+
+// writeLayout writes a layout holding what add adds, named name, into dir.
+func writeLayout(dir, name string, add layoutAppender) error {
+	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+		return err
+	}
+	return add(p, layout.WithAnnotations(map[string]string{AnnotationContainerdName: name, AnnotationRefName: tagOf(name)}))
+}
+
+// writeTar writes a layout holding what add adds into a temporary
+// directory, packs it to w dated mtime, and returns the digest digest
+// gives.
+func writeTar(w io.Writer, name string, mtime time.Time, add layoutAppender, digest func() (v1.Hash, error)) (string, error) {
+	d, err := digest()
+	if err != nil {
+		return "", fmt.Errorf("write image %s: %w", name, err)
 	}
 	dir, err := os.MkdirTemp("", "sluice-oci-")
 	if err != nil {
-		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+		return "", fmt.Errorf("write image %s: %w", name, err)
 	}
 	defer os.RemoveAll(dir)
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+	if err := writeLayout(dir, name, add); err != nil {
+		return "", fmt.Errorf("write image %s: %w", name, err)
 	}
-	osName, arch := img.platform()
-	err = p.AppendImage(built,
-		layout.WithAnnotations(map[string]string{AnnotationContainerdName: img.Name, AnnotationRefName: tagOf(img.Name)}),
-		layout.WithPlatform(v1.Platform{OS: osName, Architecture: arch}))
-	if err != nil {
-		return "", fmt.Errorf("write image %s: %w", img.Name, err)
+	if err := Pack(w, dir, mtime); err != nil {
+		return "", fmt.Errorf("write image %s: %w", name, err)
 	}
-	if err := Pack(w, dir, img.dated()); err != nil {
-		return "", fmt.Errorf("write image %s: %w", img.Name, err)
-	}
-	return digest.String(), nil
+	return d.String(), nil
 }
 
 func (img Image) dated() time.Time {

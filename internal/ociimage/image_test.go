@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -199,5 +200,85 @@ func TestWriteRefuses(t *testing.T) {
 				t.Error("got no error")
 			}
 		})
+	}
+}
+
+// TestIndexLayout builds an index of one image for two platforms twice,
+// writes each as a layout, and reads one back as crane push would: one
+// entry, an index, named, with a manifest per platform in order.
+func TestIndexLayout(t *testing.T) {
+	var digests []string
+	var dir string
+	for range 2 {
+		var imgs []Image
+		for _, arch := range []string{"amd64", "arm64"} {
+			img := testImage()
+			img.Architecture = arch
+			img.Created = time.Unix(1700000000, 0)
+			imgs = append(imgs, img)
+		}
+		idx, err := Index(imgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = t.TempDir()
+		if err := WriteIndexLayout(dir, imgs[0].Name, idx); err != nil {
+			t.Fatal(err)
+		}
+		d, err := idx.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, d.String())
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("two builds gave indexes %s and %s", digests[0], digests[1])
+	}
+	top, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tm.Manifests) != 1 || !tm.Manifests[0].MediaType.IsIndex() || tm.Manifests[0].Digest.String() != digests[0] {
+		t.Fatalf("the layout's index.json holds %+v; want the one index %s", tm.Manifests, digests[0])
+	}
+	if got := tm.Manifests[0].Annotations[AnnotationContainerdName]; got != "example.test/sluice/thing:v1" {
+		t.Errorf("the index is named %q; want example.test/sluice/thing:v1", got)
+	}
+	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.MediaType != types.OCIImageIndex || len(im.Manifests) != 2 {
+		t.Fatalf("got an index %s of %d manifests; want an OCI index of 2", im.MediaType, len(im.Manifests))
+	}
+	for i, arch := range []string{"amd64", "arm64"} {
+		m := im.Manifests[i]
+		if m.Platform == nil || m.Platform.OS != "linux" || m.Platform.Architecture != arch {
+			t.Errorf("manifest %d is for %+v; want linux/%s", i, m.Platform, arch)
+		}
+		img, err := idx.Image(m.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil || cf.Architecture != arch {
+			t.Errorf("manifest %d's config says %v (%v); want %s", i, cf, err, arch)
+		}
+	}
+	if _, err := Index(nil); err == nil {
+		t.Error("an index of no images: no error")
+	}
+	other := testImage()
+	other.Name = "example.test/other:v1"
+	if _, err := Index([]Image{testImage(), other}); err == nil {
+		t.Error("an index of two names: no error")
 	}
 }

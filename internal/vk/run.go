@@ -59,7 +59,9 @@ type Options struct {
 	// credentials that shadows copy live. If empty, default.
 	Namespace string
 	// RelayBinary is the sluice-relay binary placed on the site for jobs
-	// with a reverse tunnel. If empty, sluice-relay beside the executable.
+	// with a reverse tunnel; it must be built for the site's machine. If
+	// empty, the relay for the site's machine beside the executable
+	// (relaybin.Find).
 	RelayBinary string
 	// PublishKeySecret, on a node confined to a tenant namespace, writes
 	// the key Secret the shadows mount in the tenant namespace from
@@ -136,7 +138,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	describeSite(ctx, log, runner, slurmClient.Runtime, siteOpts, nodeObj)
+	machine := describeSite(ctx, log, runner, slurmClient.Runtime, siteOpts, nodeObj)
 	siteOpts.Sbatch = learnSbatch(ctx, log, slurmClient, nodeObj)
 	slurmClient.SiteOptions.Sbatch = siteOpts.Sbatch
 
@@ -169,7 +171,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	relay := relayPlacer(opts, slurmClient)
+	relay := relayPlacer(opts, slurmClient, runner, machine)
 	prov, err := provider.New(provider.Config{
 		Shadows: shadowManager, Relay: relay, SocketDirRoot: cfg.Site.SocketDirRoot,
 		NodeName: cfg.NodeName, Jobs: jobs, Runtime: slurmClient.Runtime, Site: siteOpts,

@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/relaybin"
 	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -37,18 +40,27 @@ func shadows(cfg *config.Config, opts Options, client kubernetes.Interface, reco
 }
 
 // relayPlacer returns the function that places the relay binary on the
-// site once: the file opts.RelayBinary, else sluice-relay beside the
-// running executable. A missing binary is an error only for the pods that
-// need it.
-func relayPlacer(opts Options, c *slurm.Client) func(ctx context.Context) (string, error) {
+// site once: the one relaybin.Find gives for the site's machine (the
+// explicit opts.RelayBinary, else the relay for that machine beside the
+// running executable). machine is the login host's uname -m read at start;
+// if empty (the site did not answer then), it is asked at placement. A
+// missing or unfit binary is an error only for the pods that need it.
+func relayPlacer(opts Options, c *slurm.Client, r site.Runner, machine string) func(ctx context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
-		path := opts.RelayBinary
-		if path == "" {
-			exe, err := os.Executable()
-			if err != nil {
-				return "", fmt.Errorf("find the relay binary: %w", err)
+		m := machine
+		if m == "" {
+			var err error
+			if m, err = siteMachine(ctx, r); err != nil {
+				return "", err
 			}
-			path = filepath.Join(filepath.Dir(exe), "sluice-relay")
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("find the relay binary: %w", err)
+		}
+		path, err := relaybin.Find(opts.RelayBinary, filepath.Dir(exe), m)
+		if err != nil {
+			return "", fmt.Errorf("find the relay binary: %w", err)
 		}
 		bin, err := os.ReadFile(path)
 		if err != nil {
@@ -56,4 +68,15 @@ func relayPlacer(opts Options, c *slurm.Client) func(ctx context.Context) (strin
 		}
 		return c.PlaceRelay(ctx, bin)
 	}
+}
+
+// siteMachine asks the login host for its machine (uname -m).
+func siteMachine(ctx context.Context, r site.Runner) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	out, err := site.RunBounded(ctx, r, 64, "uname", "-m")
+	if err != nil {
+		return "", fmt.Errorf("uname -m on the site: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

@@ -17,8 +17,9 @@ const describeTimeout = 15 * time.Second
 // describeSite fills the node's NodeInfo from the site (Slurm, the
 // container runtime and their versions, the login host's OS), read once at
 // start. A site that does not answer leaves them unknown: the node still
-// registers, and SiteReachable tells why.
-func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm.Runtime, opts slurm.SiteOptions, n *corev1.Node) {
+// registers, and SiteReachable tells why. It returns the login host's
+// machine (uname -m), "" when unknown.
+func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm.Runtime, opts slurm.SiteOptions, n *corev1.Node) string {
 	program := rt.Binary()
 	if opts.RuntimePath != "" && program != "" {
 		program = opts.RuntimePath
@@ -34,6 +35,7 @@ func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm
 		log.Info("sluice-vk: site described", "slurm", info.Slurm, "runtime", n.Status.NodeInfo.ContainerRuntimeVersion,
 			"os", info.OS, "kernel", info.Kernel, "arch", n.Status.NodeInfo.Architecture)
 	}
+	return info.Machine
 }
 
 // learnSbatch learns the site's sbatch options (slurm.Client.LearnSbatch),

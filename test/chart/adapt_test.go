@@ -156,3 +156,45 @@ func TestShadowsPullWithChartSecrets(t *testing.T) {
 		t.Errorf("no shadows: ShadowImagePullSecrets %q; want none", got)
 	}
 }
+
+// TestTunnelImageFromRegistry: with sluice-vk's image from another
+// registry, the shadows' tunnel image comes from beside it with sluice-vk's
+// tag, unless the configuration names one; from ghcr.io, sluice-vk's own
+// default stands.
+func TestTunnelImageFromRegistry(t *testing.T) {
+	image := func(args ...string) string {
+		t.Helper()
+		tunnel := []string{"--set", "config.Network.EnableTunnel=true", "--set-string", "credentials.nodeKnownHosts=n1 ssh-ed25519 AAAA"}
+		r := render(t, "default", append(tunnel, args...)...)
+		data := r.configMap(t, "sluice-system", "sluice-config").Data["config.yaml"]
+		cfg, err := config.Parse([]byte(data), func(c *config.Config) { c.Node.InternalIP = "10.88.0.7" })
+		if err != nil {
+			t.Fatalf("sluice-vk refuses the rendered configuration: %v\n%s", err, data)
+		}
+		return cfg.Network.SSH.TunnelImage
+	}
+	if got := image("--set", "image.repository=registry.example.org:5443/hpc/sluice-vk", "--set", "image.tag=v1.2.3"); got != "registry.example.org:5443/hpc/sluice-tunnel:v1.2.3" {
+		t.Errorf("sluice-vk from a registry: TunnelImage %q; want registry.example.org:5443/hpc/sluice-tunnel:v1.2.3", got)
+	}
+	if got := image("--set", "image.repository=registry.example.org/hpc/sluice-vk",
+		"--set", "config.Network.SSH.TunnelImage=mirror.example.org/tunnel:v9"); got != "mirror.example.org/tunnel:v9" {
+		t.Errorf("a TunnelImage of the configuration: %q; want it kept", got)
+	}
+	if got := image(); got != config.DefaultTunnelImage() {
+		t.Errorf("sluice-vk from ghcr.io: TunnelImage %q; want sluice-vk's default %s", got, config.DefaultTunnelImage())
+	}
+	// the gateway, of the same image as the shadows, from the same place
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "image.repository=registry.example.org:5443/hpc/sluice-vk", "--set", "image.tag=v1.2.3"}, "registry.example.org:5443/hpc/sluice-tunnel:v1.2.3"},
+		{[]string{"--set", "image.repository=registry.example.org/hpc/sluice-vk", "--set", "gateway.image.repository=mirror.example.org/tunnel"}, "mirror.example.org/tunnel:v0.1.0"},
+		{nil, "ghcr.io/sluice-hpc/sluice-tunnel:v0.1.0"},
+	} {
+		gw, _ := gatewayArgs(t, render(t, "default", append(slices.Clone(tunnelOn), c.args...)...))
+		if gw.Image != c.want {
+			t.Errorf("with %q: gateway image %q; want %s", c.args, gw.Image, c.want)
+		}
+	}
+}

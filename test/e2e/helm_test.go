@@ -55,9 +55,11 @@ func helmBinary(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// installChart imports the sluice-vk and sluice-tunnel images of the tests'
-// version into the rig node's containerd and installs charts/sluice into a
-// namespace of its own, for a node confined to the tenant namespace e.ns
+// installChart pushes the sluice-vk and sluice-tunnel images of the tests'
+// version and the chart to the rig's registry (once per test binary) and
+// installs the chart from there (helm install oci://…) into a namespace of
+// its own, the node's containerd pulling the images with imagePullSecrets
+// (a pull Secret in the release's namespace and in the shadows'), for a node confined to the tenant namespace e.ns
 // with forward and reverse tunnels (not confined when confined is false:
 // shadows in <namespace>-shadow); extra is appended to the values file.
 // Cleanup deletes the tenant's pods while sluice-vk runs, uninstalls the
@@ -82,14 +84,26 @@ func installChartWith(t *testing.T, confined bool, extra string, before func(r *
 	r := &release{e: e, helm: helmBinary(t), name: "sluice-" + s, ns: "sluice-" + s,
 		helmEnv: append(os.Environ(), "KUBECONFIG="+kubeconfig,
 			"HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)}
-	importImage(t, rig, "sluice-vk")
-	importImage(t, rig, "sluice-tunnel")
+	reg := pushRelease(t, rig, r.helm)
 
 	ctx := context.Background()
 	for _, ns := range []string{r.ns, e.ns} {
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create namespace %s: %v", ns, err)
 		}
+	}
+	reg.createPullSecret(t, client, r.ns)
+	// Confined, the shadows live in the tenant namespace, where the site
+	// puts their pull Secret. Not confined, they live in <ns>-shadow, which
+	// sluice-vk creates and trusts only as its own (no Secret can be put
+	// there first): those shadows run the tunnel image imported into the
+	// node, pulling nothing.
+	tunnel, shadowPull := reg.image("sluice-tunnel"), []string{}
+	if confined {
+		reg.createPullSecret(t, client, e.ns)
+	} else {
+		importImage(t, rig, "sluice-tunnel")
+		tunnel, shadowPull = tunnelImage, []string{"--set-json", "config.Network.ShadowImagePullSecrets=[]"}
 	}
 	e.externalRedis()
 	t.Cleanup(func() {
@@ -128,14 +142,18 @@ func installChartWith(t *testing.T, confined bool, extra string, before func(r *
       LoginHost: %s
       Port: %s
       User: %s
+      TunnelImage: %s
       Reverse:
         Enabled: true
 image:
+  repository: %s
   tag: %s
+imagePullSecrets: [{name: %s}]
 log:
   format: json
 %s`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"),
-		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"), e2eVersion, extra)
+		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"),
+		tunnel, reg.prefix()+"/sluice-vk", e2eVersion, pullSecret, extra)
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
@@ -145,11 +163,12 @@ log:
 	if !confined {
 		tenant = ""
 	}
-	out, err := r.run("install", r.name, filepath.Join(repoRoot(), "charts", "sluice"), "--namespace", r.ns, "-f", file,
-		"--set-file", "credentials.privateKey="+rig.Get(t, "RIG_KEY"),
-		"--set-file", "credentials.knownHosts="+rig.Get(t, "RIG_KNOWN_HOSTS"),
-		"--set-file", "credentials.nodeKnownHosts="+rig.Get(t, "RIG_NODE_KNOWN_HOSTS"),
-		"--set-string", "config.Network.TenantNamespace="+tenant)
+	args := []string{"install", r.name, reg.chart(), "--version", e2eChartVersion, "--namespace", r.ns, "-f", file,
+		"--set-file", "credentials.privateKey=" + rig.Get(t, "RIG_KEY"),
+		"--set-file", "credentials.knownHosts=" + rig.Get(t, "RIG_KNOWN_HOSTS"),
+		"--set-file", "credentials.nodeKnownHosts=" + rig.Get(t, "RIG_NODE_KNOWN_HOSTS"),
+		"--set-string", "config.Network.TenantNamespace=" + tenant}
+	out, err := r.run(append(append(args, shadowPull...), reg.helmFlags()...)...)
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}

@@ -119,10 +119,16 @@ where the shadows read their credentials from. */}}
 
 {{- define "sluice.gatewayImage" -}}
 {{- $tag := default (include "sluice.tag" .) .Values.gateway.image.tag -}}
+{{- $repo := .Values.gateway.image.repository -}}
+{{- /* sluice-vk from a registry of the site's: the gateway from the same
+place, as the shadows, unless gateway.image names its own */ -}}
+{{- if and (eq $repo "ghcr.io/sluice-hpc/sluice-tunnel") (ne .Values.image.repository "ghcr.io/sluice-hpc/sluice-vk") -}}
+{{- $repo = printf "%s/sluice-tunnel" (dir .Values.image.repository) -}}
+{{- end -}}
 {{- with .Values.gateway.image.digest -}}
-{{- printf "%s@%s" $.Values.gateway.image.repository . -}}
+{{- printf "%s@%s" $repo . -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.gateway.image.repository $tag -}}
+{{- printf "%s:%s" $repo $tag -}}
 {{- end -}}
 {{- end -}}
 
@@ -185,6 +191,12 @@ same registry: the same Secrets' names, read in the shadows' namespace */}}
 {{- $names = append $names .name -}}
 {{- end -}}
 {{- $_ := set $net "ShadowImagePullSecrets" $names -}}
+{{- end -}}
+{{- /* sluice-vk from a registry of the site's: the shadows' tunnel image
+from the same place (the repository's directory, sluice-vk's tag), unless
+the configuration names its own */}}
+{{- if and (include "sluice.tunnel" .) (ne .Values.image.repository "ghcr.io/sluice-hpc/sluice-vk") (not $ssh.TunnelImage) -}}
+{{- $_ := set $ssh "TunnelImage" (printf "%s/sluice-tunnel:%s" (dir .Values.image.repository) (include "sluice.tag" .)) -}}
 {{- end -}}
 {{- if and .Values.metrics.enabled (not $node.MetricsListen) -}}
 {{- $_ := set $node "MetricsListen" (printf ":%d" (int .Values.metrics.port)) -}}

@@ -23,6 +23,7 @@ env_write() {
 		printf 'RIG_IMAGE=%s\n' "${RIG_IMAGE_DIR}"
 		printf 'RIG_REDIS_ADDR=%s\n' "${REDIS_ADDR}"
 		printf 'RIG_REDIS_EXT_ADDR=%s\n' "${REDIS_EXT_ADDR}"
+		registry_env_lines
 		printf 'RIG_SOCKET_DIR_ROOT=%s\n' "${SOCKET_DIR_ROOT}"
 		printf 'RIG_SSHD_NODE_OVERRIDE=%s\n' "$(sshd_override sshd-node)"
 		printf 'RIG_SSHD_LOGIN_OVERRIDE=%s\n' "$(sshd_override sshd-login)"

@@ -66,7 +66,7 @@ node_conf_up() {
 	render "${RIG_SRC_DIR}/conf/containerd.toml.in" "${etc}/containerd.toml" 0644 \
 		ROOT="${NODE_DIR}/containerd" STATE="${NODE_DIR}/containerd-state" \
 		SOCK="${NODE_CONTAINERD_SOCK}" PAUSE_IMAGE="${NODE_PAUSE_IMAGE}" \
-		CNI_CONF_DIR="${etc}/cni" || true
+		CNI_CONF_DIR="${etc}/cni" CERTS_D="${REGISTRY_CERTS_D}" || true
 	render "${RIG_SRC_DIR}/conf/cni.conflist.in" "${etc}/cni/10-${NODE_CNI_NET}.conflist" 0644 \
 		NET="${NODE_CNI_NET}" BRIDGE="${NODE_BRIDGE}" SUBNET="${NODE_POD_CIDR}" \
 		IPAM_DIR="${NODE_DIR}/ipam" || true

@@ -2,7 +2,7 @@
 # The rig's daemons, in start order, and how to start, stop and check each.
 set -euo pipefail
 
-RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion redis "${KUBE_SERVICES[@]}")
+RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion redis registry "${KUBE_SERVICES[@]}")
 # the node's (lib/node.sh) are started only when asked, and always stopped
 # and the second site's (lib/site2.sh) are started by its own up
 ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}" "${SITE2_SERVICES[@]}")
@@ -16,6 +16,7 @@ svc_comm() {
 	kdc) printf krb5kdc ;;
 	sshd-login | sshd-node | sshd-bastion) printf sshd ;;
 	redis) printf redis-server ;;
+	registry) printf sluice-registry ;;
 	etcd) printf etcd ;;
 	kube-apiserver | kube-controller-manager | kube-scheduler) printf kube ;;
 	containerd) printf containerd ;;
@@ -57,6 +58,7 @@ service_start() {
 	sshd-login | sshd-node) sshd_start "${svc}" ;;
 	sshd-bastion) bastion_start ;;
 	redis) redis_start ;;
+	registry) registry_start ;;
 	containerd | kubelet | kube-proxy) node_start "${svc}" ;;
 	etcd | kube-*) kube_start "${svc}" ;;
 	site2-*) site2_start "${svc}" ;;

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,6 +26,16 @@ type options struct {
 	revision string
 	source   string
 	arch     string
+	// release: for each image, an OCI index of archs (sluice-vk and
+	// sluice-tunnel), its SBOM, the chart packaged with helm, and
+	// SHA256SUMS (release.go).
+	release bool
+	archs   []string
+	helm    string
+	// push is the registry prefix (host[:port]/path) the images are
+	// pushed to, if any; pushCA a PEM file of CAs it may be signed by
+	// beside the system's (push.go).
+	push, pushCA string
 }
 
 // versionVar is where -ldflags -X stamps the version.
@@ -33,8 +44,16 @@ const versionVar = "github.com/sluice-hpc/sluice/internal/version.version"
 // stampable is what a version stamped with -X may hold.
 var stampable = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 
+// built is one image (or, in a release, one index) written to o.out.
+type built struct {
+	name, digest, file string
+}
+
+func (b built) line() string { return b.name + " " + b.digest + " " + b.file }
+
 // build builds the images o names into o.out and returns a line per image:
-// "NAME DIGEST FILE", also written to o.out/images.txt.
+// "NAME DIGEST FILE", also written to o.out/images.txt. With o.release,
+// each is an index of o.archs, with the release's other files beside it.
 func build(ctx context.Context, o options) ([]string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
@@ -55,29 +74,20 @@ func build(ctx context.Context, o options) ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	bb := &binaryBuilder{root: root, dir: tmp, version: s.version}
 
+	var out []built
+	if o.release {
+		out, err = buildRelease(ctx, bb, o, s)
+	} else {
+		out, err = buildImages(ctx, bb, o, s)
+	}
+	if err != nil {
+		return nil, err
+	}
 	var lines []string
-	for _, name := range o.images {
-		var img ociimage.Image
-		switch name {
-		case "coredns":
-			img, err = corednsImage(ctx, o, s)
-		default:
-			sp, ok := specs[name]
-			if !ok {
-				return nil, fmt.Errorf("unknown image %q (want sluice-tunnel, sluice-vk, pause or coredns)", name)
-			}
-			img, err = goImage(ctx, root, tmp, o, s, sp)
-		}
-		if err != nil {
-			return nil, err
-		}
-		file := filepath.Join(o.out, name+".tar")
-		digest, err := writeArchive(file, img)
-		if err != nil {
-			return nil, err
-		}
-		lines = append(lines, img.Name+" "+digest+" "+file)
+	for _, b := range out {
+		lines = append(lines, b.line())
 	}
 	list := strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(o.out, "images.txt"), []byte(list), 0o644); err != nil {
@@ -86,19 +96,91 @@ func build(ctx context.Context, o options) ([]string, error) {
 	return lines, nil
 }
 
-// goImage builds the binaries of sp and lays them out on the nonroot files.
-func goImage(ctx context.Context, root, tmp string, o options, s stamp, sp spec) (ociimage.Image, error) {
-	files := nonrootFiles()
-	for _, b := range sp.binaries {
-		out := filepath.Join(tmp, filepath.Base(b.path))
-		if err := goBuild(ctx, root, b.pkg, out, s.version, o.arch); err != nil {
-			return ociimage.Image{}, err
-		}
-		data, err := os.ReadFile(out)
+// buildImages writes each image for o.arch as an archive, and pushes it
+// when o.push is set.
+func buildImages(ctx context.Context, bb *binaryBuilder, o options, s stamp) ([]built, error) {
+	var out []built
+	for _, name := range o.images {
+		img, _, err := image(ctx, bb, o, s, name, o.arch)
 		if err != nil {
-			return ociimage.Image{}, err
+			return nil, err
+		}
+		file := filepath.Join(o.out, name+".tar")
+		digest, err := writeArchive(file, img)
+		if err != nil {
+			return nil, err
+		}
+		if o.push != "" {
+			v1img, err := ociimage.Build(img)
+			if err != nil {
+				return nil, err
+			}
+			if err := pushImage(ctx, o, img.Name, v1img); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, built{img.Name, digest, file})
+	}
+	return out, nil
+}
+
+// image lays out the image name for arch; it returns the binaries' files
+// too (none for coredns, which is built elsewhere).
+func image(ctx context.Context, bb *binaryBuilder, o options, s stamp, name, arch string) (ociimage.Image, []builtBinary, error) {
+	if name == "coredns" {
+		img, err := corednsImage(ctx, o, s)
+		return img, nil, err
+	}
+	sp, ok := specs[name]
+	if !ok {
+		return ociimage.Image{}, nil, fmt.Errorf("unknown image %q (want sluice-tunnel, sluice-vk, pause or coredns)", name)
+	}
+	return goImage(ctx, bb, o, s, sp, arch)
+}
+
+// builtBinary is a binary built for an image: where it lies here.
+type builtBinary struct {
+	binary
+	file string
+}
+
+// binaryBuilder builds each package once per architecture into dir.
+type binaryBuilder struct {
+	root, dir, version string
+}
+
+// build builds b for arch (b.arch if set) and returns where it lies.
+func (bb *binaryBuilder) build(ctx context.Context, b binary, arch string) (builtBinary, error) {
+	if b.arch != "" {
+		arch = b.arch
+	}
+	b.arch = arch
+	out := filepath.Join(bb.dir, arch, path.Base(b.pkg))
+	if _, err := os.Stat(out); err == nil {
+		return builtBinary{b, out}, nil
+	}
+	if err := goBuild(ctx, bb.root, b.pkg, out, bb.version, arch); err != nil {
+		return builtBinary{}, err
+	}
+	return builtBinary{b, out}, nil
+}
+
+// goImage builds the binaries of sp for arch and lays them out on the
+// nonroot files.
+func goImage(ctx context.Context, bb *binaryBuilder, o options, s stamp, sp spec, arch string) (ociimage.Image, []builtBinary, error) {
+	files := nonrootFiles()
+	var bins []builtBinary
+	for _, b := range sp.binaries {
+		bin, err := bb.build(ctx, b, arch)
+		if err != nil {
+			return ociimage.Image{}, nil, err
+		}
+		data, err := os.ReadFile(bin.file)
+		if err != nil {
+			return ociimage.Image{}, nil, err
 		}
 		files = append(files, ociimage.File{Path: b.path, Mode: 0o755, Data: data})
+		bins = append(bins, bin)
 	}
 	img := ociimage.Image{
 		Name:   sp.ref(s),
@@ -107,10 +189,10 @@ func goImage(ctx context.Context, root, tmp string, o options, s stamp, sp spec)
 			User: nonrootIDs, WorkingDir: "/", Env: []string{"PATH=/usr/local/bin"},
 			Labels: s.labels(sp.name, o.source, s.version),
 		},
-		Created: s.created, Architecture: o.arch,
+		Created: s.created, Architecture: arch,
 	}
 	sp.configure(&img)
-	return img, nil
+	return img, bins, nil
 }
 
 // goBuild builds package pkg of the module in root into out, static and

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/ociimage"
+	"github.com/sluice-hpc/sluice/internal/relaybin"
 	"github.com/sluice-hpc/sluice/internal/version"
 )
 
@@ -26,6 +27,8 @@ const (
 type binary struct {
 	pkg  string // as go build names it, such as ./cmd/sluice-tunnel
 	path string // in the image
+	// arch is the GOARCH it is built for; if empty, the image's.
+	arch string
 }
 
 // spec describes one image.
@@ -62,11 +65,20 @@ func ports(p ...string) map[string]struct{} {
 	return set
 }
 
+// vkBinaries are sluice-vk and the relays of every site architecture.
+func vkBinaries() []binary {
+	bins := []binary{{pkg: "./cmd/sluice-vk", path: "/usr/local/bin/sluice-vk"}}
+	for _, a := range relaybin.Archs {
+		bins = append(bins, binary{pkg: "./cmd/sluice-relay", path: "/usr/local/bin/" + relaybin.File(a), arch: a})
+	}
+	return bins
+}
+
 // specs are the images this program builds, by name.
 var specs = map[string]spec{
 	"sluice-tunnel": {
 		name:     "sluice-tunnel",
-		binaries: []binary{{"./cmd/sluice-tunnel", "/usr/local/bin/sluice-tunnel"}},
+		binaries: []binary{{pkg: "./cmd/sluice-tunnel", path: "/usr/local/bin/sluice-tunnel"}},
 		ref:      func(s stamp) string { return config.TunnelImageRepository + ":" + version.ImageTag(s.version) },
 		configure: func(img *ociimage.Image) {
 			img.Config.Entrypoint = []string{"/usr/local/bin/sluice-tunnel"}
@@ -76,20 +88,18 @@ var specs = map[string]spec{
 	},
 	"sluice-vk": {
 		name: "sluice-vk",
-		// sluice-vk places the sluice-relay beside its executable on the
-		// site (vk.Options.RelayBinary): the relay of its own version.
-		binaries: []binary{
-			{"./cmd/sluice-vk", "/usr/local/bin/sluice-vk"},
-			{"./cmd/sluice-relay", "/usr/local/bin/sluice-relay"},
-		},
-		ref: func(s stamp) string { return vkRepository + ":" + version.ImageTag(s.version) },
+		// sluice-vk places on the site the sluice-relay beside its
+		// executable built for the site's machine (relaybin.Find): one per
+		// site architecture, whatever the image's own.
+		binaries: vkBinaries(),
+		ref:      func(s stamp) string { return vkRepository + ":" + version.ImageTag(s.version) },
 		configure: func(img *ociimage.Image) {
 			img.Config.Entrypoint = []string{"/usr/local/bin/sluice-vk"}
 		},
 	},
 	"pause": {
 		name:     "pause",
-		binaries: []binary{{"./hack/tools/pause", "/pause"}},
+		binaries: []binary{{pkg: "./hack/tools/pause", path: "/pause"}},
 		ref:      func(stamp) string { return pauseImageName },
 		configure: func(img *ociimage.Image) {
 			img.Config.Entrypoint = []string{"/pause"}

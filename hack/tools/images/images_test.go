@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/ociimage"
+	"github.com/sluice-hpc/sluice/internal/relaybin"
 )
 
 // shells are the names of the programs no image may hold.
@@ -183,23 +184,31 @@ func TestBadVersion(t *testing.T) {
 	}
 }
 
-// TestVKRelayBeside checks that sluice-relay sits beside sluice-vk in its
-// image, where sluice-vk looks for the relay it places on the site.
+// TestVKRelayBeside checks that sluice-vk's image holds a sluice-relay for
+// every site architecture beside sluice-vk, named as relaybin.Find looks
+// for it, each built for its architecture whatever the image's.
 func TestVKRelayBeside(t *testing.T) {
 	sp := specs["sluice-vk"]
-	var vk, relay string
+	var vk string
+	relays := map[string]string{}
 	for _, b := range sp.binaries {
 		switch b.pkg {
 		case "./cmd/sluice-vk":
 			vk = b.path
 		case "./cmd/sluice-relay":
-			relay = b.path
+			relays[b.arch] = b.path
 		}
 	}
-	if vk == "" || relay == "" || path.Dir(vk) != path.Dir(relay) || path.Base(relay) != "sluice-relay" {
-		t.Errorf("sluice-vk at %q, sluice-relay at %q; want both in one directory", vk, relay)
+	if vk == "" {
+		t.Fatal("no sluice-vk in its image")
 	}
-	if len(sp.binaries) != 2 {
-		t.Errorf("got %d binaries; want sluice-vk and sluice-relay", len(sp.binaries))
+	for _, a := range relaybin.Archs {
+		p := relays[a]
+		if path.Dir(p) != path.Dir(vk) || path.Base(p) != relaybin.File(a) {
+			t.Errorf("the %s relay is at %q; want %s beside %s", a, p, relaybin.File(a), vk)
+		}
+	}
+	if len(relays) != len(relaybin.Archs) || len(sp.binaries) != 1+len(relaybin.Archs) {
+		t.Errorf("got binaries %+v; want sluice-vk and a relay per %v", sp.binaries, relaybin.Archs)
 	}
 }
