@@ -47,7 +47,8 @@ metrics_args() {
 		--tls-private-key-file="${KUBE_PKI_DIR}/metrics-server.key" \
 		--kubeconfig="${kc}" --authentication-kubeconfig="${kc}" --authorization-kubeconfig="${kc}" \
 		--kubelet-preferred-address-types=InternalIP --kubelet-use-node-status-port \
-		--kubelet-insecure-tls --metric-resolution="${METRICS_RESOLUTION}" --profiling=false
+		--kubelet-insecure-tls --metric-resolution="${METRICS_RESOLUTION}" --kubelet-request-timeout=5s \
+		--profiling=false
 }
 
 metrics_fingerprint() { command_fingerprint metrics_args metrics-server; }
