@@ -4,7 +4,7 @@
 # with Slurm, sshd and Charliecloud, and on the cluster side Redis and a
 # Kubernetes control plane (etcd, API server, controller manager, scheduler),
 # and a real Kubernetes node (containerd, kubelet, kube-proxy) with the
-# cluster's DNS.
+# cluster's DNS and metrics-server.
 #
 #   rig.sh up                       start everything (idempotent); the node
 #                                   unless SLUICE_RIG_NODE=0
@@ -20,7 +20,7 @@
 #   rig.sh start|stop|restart SVC   munge mariadb slurmdbd slurmctld slurmd
 #                                   kdc sshd-login sshd-node sshd-bastion redis registry etcd kube-apiserver
 #                                   kube-controller-manager kube-scheduler
-#                                   containerd kubelet kube-proxy
+#                                   containerd kubelet kube-proxy metrics-server
 #                                   site2-munge site2-mariadb site2-slurmdbd
 #                                   site2-slurmctld site2-slurmd
 #                                   site2-sshd-login site2-sshd-node
@@ -66,6 +66,8 @@ source "${RIG_SRC_DIR}/lib/node_image.sh"
 source "${RIG_SRC_DIR}/lib/registry.sh"
 # shellcheck source=lib/cluster.sh
 source "${RIG_SRC_DIR}/lib/cluster.sh"
+# shellcheck source=lib/metrics.sh
+source "${RIG_SRC_DIR}/lib/metrics.sh"
 # shellcheck source=lib/site2_root.sh
 source "${RIG_SRC_DIR}/lib/site2_root.sh"
 # shellcheck source=lib/site2_net.sh
@@ -82,7 +84,7 @@ usage() {
 usage: rig.sh up [node|site2] | down [site2] | status | start|stop|restart SERVICE
   SERVICE: munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion
            redis registry etcd kube-apiserver kube-controller-manager kube-scheduler
-           containerd kubelet kube-proxy
+           containerd kubelet kube-proxy metrics-server
            site2-munge site2-mariadb site2-slurmdbd site2-slurmctld site2-slurmd
            site2-sshd-login site2-sshd-node
   SLUICE_RIG_NODE=0 rig.sh up leaves the node (containerd, kubelet, kube-proxy) out

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # build.sh: builds the rig's Kubernetes control plane, etcd, kubectl,
-# CoreDNS and helm from their Go modules (hack/tools/kube, hack/tools/etcd, …) into a
+# CoreDNS, helm and metrics-server from their Go modules (hack/tools/kube, hack/tools/etcd, …) into a
 # cache directory keyed by version, once. A binary already there that runs and reports its version is
 # kept, so only the first build on a machine pays (kube: 12+ minutes cold on
 # 2 cores).
 #
-#   build.sh [kube|etcd|kubectl|coredns|helm]...  build what is missing (default: kube, etcd); prints
+#   build.sh [kube|etcd|kubectl|coredns|helm|metrics-server]...  build what is missing (default: kube, etcd); prints
 #                             each binary's path on stdout, progress on stderr
-#   build.sh path TOOL        prints the binary's path without building
+#   build.sh path TOOL   prints the binary's path without building
 #
 # Cache: ${SLUICE_TOOLS_CACHE:-/var/cache/sluice}/kube-v1.37.2/kube,
 #        .../etcd-v3.6.16/etcd (versions from the tools modules' go.mod).
@@ -24,7 +24,7 @@ die() {
 }
 
 usage() {
-	printf 'usage: build.sh [kube|etcd|kubectl|coredns|helm]... | build.sh path kube|etcd|kubectl|coredns|helm\n' >&2
+	printf 'usage: build.sh [kube|etcd|kubectl|coredns|helm|metrics-server]... | build.sh path TOOL\n' >&2
 	exit 2
 }
 
@@ -36,6 +36,7 @@ module_of() {
 	kubectl) printf k8s.io/kubectl ;;
 	coredns) printf github.com/coredns/coredns ;;
 	helm) printf helm.sh/helm/v4 ;;
+	metrics-server) printf sigs.k8s.io/metrics-server ;;
 	*) usage ;;
 	esac
 }
@@ -64,6 +65,7 @@ reported_version() {
 	kubectl) "$2" version --client 2>/dev/null | awk '/^Client Version:/ {print $3}' ;;
 	coredns) "$2" -version 2>/dev/null | awk -F- 'NR == 1 && $1 == "CoreDNS" {print "v" $2}' ;;
 	helm) "$2" version --template '{{.Version}}' 2>/dev/null ;;
+	metrics-server) "$2" --version 2>/dev/null ;;
 	esac
 }
 
@@ -96,7 +98,7 @@ tool_ok() {
 	fi
 }
 
-# ldflags_of TOOL: -s -w for size; kube and helm also get their version
+# ldflags_of TOOL: -s -w for size; kube, helm and metrics-server also get their version
 # stamped in (upstream's builds do the same), else they report
 # v0.0.0-master and v4.3.
 ldflags_of() {
@@ -113,6 +115,10 @@ ldflags_of() {
 	if [[ "$1" == helm ]]; then
 		# helm's own Makefile stamps it so; unstamped it reports v4.3
 		flags+=" -X helm.sh/helm/v4/internal/version.version=$(release_of helm)"
+	fi
+	if [[ "$1" == metrics-server ]]; then
+		# as upstream's Makefile does: --version prints client-go's gitVersion
+		flags+=" -X k8s.io/client-go/pkg/version.gitVersion=$(release_of metrics-server)"
 	fi
 	printf '%s' "${flags}"
 }

@@ -30,6 +30,11 @@ type Node struct {
 	// CapacityInterval is how often the capacity is read from the site.
 	// If zero, 5m.
 	CapacityInterval time.Duration `yaml:"CapacityInterval"`
+	// StatsInterval is the shortest time between two reads of the running
+	// jobs' usage (one sstat call) for the kubelet API's /stats/summary
+	// and /metrics/resource; asked sooner, they answer the last read's
+	// figures. If zero, 10s.
+	StatsInterval time.Duration `yaml:"StatsInterval"`
 	// GPUResource is the extended resource the site's gpu GRES is
 	// advertised as: nvidia.com/gpu or amd.com/gpu. If empty, amd.com/gpu
 	// for GRES types that name an AMD GPU (mi250x, instinct…), else
@@ -131,6 +136,10 @@ const (
 // when CapacityInterval is zero.
 const DefaultCapacityInterval = 5 * time.Minute
 
+// DefaultStatsInterval is StatsInterval when it is zero: metrics-server's
+// shortest resolution, so that each of its scrapes sees new figures.
+const DefaultStatsInterval = 10 * time.Second
+
 // The GPU resources the node may advertise the site's gpu GRES as; the
 // slurm package turns a request of either into --gres=gpu.
 const (
@@ -153,6 +162,9 @@ func (n *Node) Default() {
 	}
 	if n.CapacityInterval == 0 {
 		n.CapacityInterval = DefaultCapacityInterval
+	}
+	if n.StatsInterval == 0 {
+		n.StatsInterval = DefaultStatsInterval
 	}
 	if n.KubeletAPI.Listen == "" {
 		n.KubeletAPI.Listen = net.JoinHostPort(n.InternalIP, strconv.Itoa(DefaultKubeletPort))
@@ -300,6 +312,9 @@ func (n *Node) validateCapacity(bad reporter) {
 	}
 	if n.CapacityInterval < 10*time.Second {
 		bad("Node.CapacityInterval", "must be at least 10s, got %s", n.CapacityInterval)
+	}
+	if n.StatsInterval < time.Second {
+		bad("Node.StatsInterval", "must be at least 1s, got %s", n.StatsInterval)
 	}
 	if !allowed("Node.GPUResource", n.GPUResource) {
 		bad("Node.GPUResource", "must be %s or %s, got %q", GPUResourceNVIDIA, GPUResourceAMD, n.GPUResource)

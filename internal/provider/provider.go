@@ -83,6 +83,13 @@ type Config struct {
 	SocketDirRoot string
 	// Metrics registers the provider's Prometheus metrics. If nil, none.
 	Metrics prometheus.Registerer
+	// Usage reads the running jobs' usage for StatsSummary and
+	// MetricsResource. If nil, they answer an error.
+	Usage UsageReader
+	// StatsInterval is the shortest time between two reads of Usage;
+	// stats asked for sooner are the last read's. If zero,
+	// config.DefaultStatsInterval.
+	StatsInterval time.Duration
 	// SubmitWorkers bounds the submissions in flight. If zero, 4.
 	SubmitWorkers int
 	// SubmitTimeout bounds one submission attempt, so that a command that
@@ -122,6 +129,8 @@ type Provider struct {
 	submits chan struct{} // semaphore of submissions in flight
 
 	follows followerCount
+
+	usageSampler *usageSampler // nil without Config.Usage
 
 	mu      sync.Mutex
 	pods    map[string]*podState // by namespace/name
@@ -186,6 +195,9 @@ func New(cfg Config) (*Provider, error) {
 		started: make(chan struct{}),
 		submits: make(chan struct{}, cfg.SubmitWorkers),
 		pods:    make(map[string]*podState),
+	}
+	if cfg.Usage != nil {
+		p.usageSampler = newUsageSampler(cfg.Usage, cfg.StatsInterval, cfg.Now)
 	}
 	if cfg.Metrics != nil {
 		m, err := newMetrics(cfg.Metrics, p)

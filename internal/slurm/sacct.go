@@ -107,11 +107,7 @@ func (c *Client) accounting(ctx context.Context, extra ...string) ([]acctEntry, 
 	sep := newSeparator()
 	out, err := c.Site.Run(ctx, nil, sacctCmd(sep, extra...)...)
 	if err != nil {
-		if code, stderr := exitCode(err); code == 127 ||
-			code > 0 && strings.Contains(strings.ToLower(stderr), "accounting storage is disabled") {
-			if c.noAcct.CompareAndSwap(false, true) {
-				c.logger().Info("sacct: accounting unavailable at the site; using exit files only", "error", err)
-			}
+		if c.acctUnavailable(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("sacct: %w", err)
@@ -121,4 +117,18 @@ func (c *Client) accounting(ctx context.Context, extra ...string) ([]acctEntry, 
 		c.malformed("sacct", err)
 	}
 	return entries, nil
+}
+
+// acctUnavailable tells whether sacct failed with err because the site
+// keeps no accounting (no slurmdbd, or no sacct at all); the first time,
+// it says so in the log, and sacct is not run again.
+func (c *Client) acctUnavailable(err error) bool {
+	code, stderr := exitCode(err)
+	if code != 127 && (code <= 0 || !strings.Contains(strings.ToLower(stderr), "accounting storage is disabled")) {
+		return false
+	}
+	if c.noAcct.CompareAndSwap(false, true) {
+		c.logger().Info("sacct: accounting unavailable at the site; using exit files only", "error", err)
+	}
+	return true
 }

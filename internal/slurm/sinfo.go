@@ -363,17 +363,9 @@ func parseGRESEntry(e string) (k GRESKey, n int64, consumed bool, err error) {
 
 // gresCount parses a GRES count: digits with an optional K, M, G, T or P.
 func gresCount(s string) (int64, error) {
-	mult := int64(1)
-	if i := strings.IndexByte("KMGTP", s[len(s)-1]); i >= 0 {
-		mult = int64(1) << (10 * (i + 1))
-		s = s[:len(s)-1]
-	}
-	v, err := boundedInt(s, maxNodeGRES)
+	v, err := suffixedInt(s, maxNodeGRES)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("count: %w", err)
 	}
-	if v > maxNodeGRES/mult {
-		return 0, fmt.Errorf("count over %d", int64(maxNodeGRES))
-	}
-	return v * mult, nil
+	return v, nil
 }

@@ -24,7 +24,10 @@ import (
 
 // kubeletServer is the node's kubelet API: HTTPS, clients authenticated by
 // a certificate of the cluster's client CA and authorised with a
-// SubjectAccessReview (nodes/proxy, nodes/log…), as a kubelet does.
+// SubjectAccessReview (nodes/proxy, nodes/log, nodes/stats,
+// nodes/metrics…), as a kubelet does. It serves logs, exec, attach,
+// port-forward, and the pods' usage from Slurm's accounting
+// (/stats/summary, /metrics/resource).
 type kubeletServer struct {
 	srv     *http.Server
 	log     *slog.Logger
@@ -66,6 +69,8 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 		GetPodsFromKubernetes: func(context.Context) ([]*corev1.Pod, error) {
 			return pods.List(labels.Everything())
 		},
+		GetStatsSummary:    prov.StatsSummary,
+		GetMetricsResource: prov.MetricsResource,
 	}, false)
 	srv := &http.Server{
 		Handler: withAuth(auth, streams.Wrap(h)),

@@ -187,6 +187,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		MaxLogFollowers:             cfg.Node.KubeletAPI.MaxLogFollowersPerNode,
 		MaxLogFollowersPerNamespace: cfg.Node.KubeletAPI.MaxLogFollowersPerNamespace,
 		Metrics:                     reg,
+		Usage:                       slurmClient,
+		StatsInterval:               cfg.Node.StatsInterval,
 		Logger:                      log,
 	})
 	if err != nil {

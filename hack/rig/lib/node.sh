@@ -6,7 +6,8 @@
 # hack/tools/build.sh with the control plane), and a bridge CNI network
 # (Debian's containernetworking-plugins). Everything of its own lives in
 # ${RIG_DIR}/node; `down` stops it by PID like the rest. Once it is Ready,
-# lib/cluster.sh gives the cluster its DNS and the Service of Redis.
+# lib/cluster.sh gives the cluster its DNS and the Service of Redis, and
+# lib/metrics.sh starts metrics-server.
 #
 # Pods leaving for the site's network are masqueraded to the host's address
 # (the bridge plugin's ipMasq), as a cluster's egress is: the login node
@@ -232,6 +233,7 @@ node_up() {
 	node_untaint
 	log "node: ${NODE_K8S_NAME} Ready (pods ${NODE_POD_CIDR}, proxy ${NODE_PROXY_MODE})"
 	cluster_up
+	metrics_up
 }
 
 # node_untaint removes the taint an older rig registered the node with (the
@@ -316,6 +318,7 @@ node_net_down() {
 # Nothing to do on a rig whose node never ran.
 node_down() {
 	[[ -d "${NODE_DIR}" ]] || return 0
+	service_stop metrics-server
 	service_stop kube-proxy
 	service_stop kubelet
 	node_containers_down
@@ -338,7 +341,7 @@ node_status() {
 		node_pid "${svc}" >/dev/null && any=yes
 	done
 	node_enabled || [[ "${any}" == yes ]] || return 0
-	for svc in "${NODE_SERVICES[@]}"; do
+	for svc in "${NODE_SERVICES[@]}" metrics-server; do
 		if pid="$(node_pid "${svc}")"; then
 			printf '%-23s running (pid %s)\n' "${svc}" "${pid}"
 		else

@@ -5,7 +5,7 @@ set -euo pipefail
 RIG_SERVICES=(munge mariadb slurmdbd slurmctld slurmd kdc sshd-login sshd-node sshd-bastion redis registry "${KUBE_SERVICES[@]}")
 # the node's (lib/node.sh) are started only when asked, and always stopped
 # and the second site's (lib/site2.sh) are started by its own up
-ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}" "${SITE2_SERVICES[@]}")
+ALL_SERVICES=("${RIG_SERVICES[@]}" "${NODE_SERVICES[@]}" metrics-server "${SITE2_SERVICES[@]}")
 
 # svc_comm SERVICE: the daemon's command name, checked against its PID.
 svc_comm() {
@@ -21,6 +21,7 @@ svc_comm() {
 	kube-apiserver | kube-controller-manager | kube-scheduler) printf kube ;;
 	containerd) printf containerd ;;
 	kubelet | kube-proxy) printf kube ;;
+	metrics-server) printf metrics-server ;;
 	site2-*) site2_comm "$1" || die "unknown service $1 (one of: ${ALL_SERVICES[*]})" ;;
 	*) die "unknown service $1 (one of: ${ALL_SERVICES[*]})" ;;
 	esac
@@ -60,6 +61,7 @@ service_start() {
 	redis) redis_start ;;
 	registry) registry_start ;;
 	containerd | kubelet | kube-proxy) node_start "${svc}" ;;
+	metrics-server) metrics_start ;;
 	etcd | kube-*) kube_start "${svc}" ;;
 	site2-*) site2_start "${svc}" ;;
 	esac
@@ -68,6 +70,9 @@ service_start() {
 
 service_stop() {
 	local svc="$1"
+	if [[ "${svc}" == metrics-server ]]; then
+		metrics_stop
+	fi
 	if service_pid "${svc}" >/dev/null; then
 		stop_daemon "${svc}" "$(svc_comm "${svc}")"
 		log "${svc}: stopped"
