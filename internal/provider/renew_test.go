@@ -13,22 +13,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// clock is a time the test moves.
+// clock is a test's time, moved by hand.
 type clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu sync.Mutex
+	t  time.Time
 }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.now
+	return c.t
 }
 
 func (c *clock) set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = t
+	c.t = t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 var t0 = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
@@ -51,7 +57,7 @@ func running(start time.Time) slurm.Status {
 }
 
 func newRenewHarness(t *testing.T, pod *corev1.Pod) (*harness, *clock) {
-	c := &clock{now: t0}
+	c := &clock{t: t0}
 	h := newHarness(t, func(cfg *Config) { cfg.Now = c.Now }, pod)
 	if err := h.p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatalf("CreatePod: %v", err)
@@ -211,7 +217,7 @@ func TestRenewalResumedAfterRestart(t *testing.T) {
 	start := metav1.NewTime(t0)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, HostIP: "10.0.0.9", StartTime: &start,
 		Conditions: []corev1.PodCondition{{Type: ConditionCurrentJob, Status: corev1.ConditionTrue, Reason: "Renewal3", Message: "Slurm job 77, after renewal 1"}}}
-	c := &clock{now: t0}
+	c := &clock{t: t0}
 	h := newHarness(t, func(cfg *Config) { cfg.Now = c.Now }, pod)
 	h.jobs.mu.Lock()
 	h.jobs.jobs["uid-back-r3"] = "77"

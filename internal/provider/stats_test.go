@@ -16,10 +16,10 @@ import (
 // their usage; a pending pod's job is not asked about.
 func TestStatsOfRunningPods(t *testing.T) {
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	f := &fakeUsage{now: clk.now, cpu: map[slurm.JobID]time.Duration{"101": 90 * time.Second, "102": 90 * time.Second}}
+	f := &fakeUsage{now: clk.Now, cpu: map[slurm.JobID]time.Duration{"101": 90 * time.Second, "102": 90 * time.Second}}
 	running, pending := testPod("busy"), testPod("waits")
 	h := newHarness(t, func(c *Config) { c.Usage = f }, running, pending)
-	h.p.usageSampler = newUsageSampler(f, 10*time.Second, clk.now) // the test's clock
+	h.p.usageSampler = newUsageSampler(f, 10*time.Second, clk.Now) // the test's clock
 	ctx := context.Background()
 	for _, pod := range []*corev1.Pod{running, pending} {
 		if err := h.p.CreatePod(ctx, pod); err != nil {

@@ -56,31 +56,13 @@ func (f *fakeUsage) callCount() int {
 	return len(f.calls)
 }
 
-// clock is a test's time, moved by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // The sampler reads once per interval however often it is asked, gives
 // a job's CPU rate once two reads saw it, and keeps the node's CPU time
 // from going down when a job ends or is requeued.
 func TestUsageSampler(t *testing.T) {
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	f := &fakeUsage{now: clk.now, cpu: map[slurm.JobID]time.Duration{"1": 10 * time.Second, "2": time.Second}}
-	s := newUsageSampler(f, 10*time.Second, clk.now)
+	f := &fakeUsage{now: clk.Now, cpu: map[slurm.JobID]time.Duration{"1": 10 * time.Second, "2": time.Second}}
+	s := newUsageSampler(f, 10*time.Second, clk.Now)
 	ctx := context.Background()
 	both := []slurm.JobID{"1", "2"}
 
@@ -107,7 +89,7 @@ func TestUsageSampler(t *testing.T) {
 	if r := got["2"].NanoCores; r == nil || *r != 0 {
 		t.Errorf("job 2's rate %v; want 0", r)
 	}
-	if node.NanoCores != 1_500_000_000 || node.CPU != 26*time.Second || !node.Time.Equal(clk.now()) {
+	if node.NanoCores != 1_500_000_000 || node.CPU != 26*time.Second || !node.Time.Equal(clk.Now()) {
 		t.Errorf("node %+v; want 1.5 cores, 26 s in all, read now", node)
 	}
 
@@ -140,8 +122,8 @@ func TestUsageSampler(t *testing.T) {
 // A caller waiting behind a read in flight gives up with its context.
 func TestUsageSamplerWaitEndsWithContext(t *testing.T) {
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	f := &fakeUsage{now: clk.now, cpu: map[slurm.JobID]time.Duration{}, block: make(chan struct{})}
-	s := newUsageSampler(f, 0, clk.now)
+	f := &fakeUsage{now: clk.Now, cpu: map[slurm.JobID]time.Duration{}, block: make(chan struct{})}
+	s := newUsageSampler(f, 0, clk.Now)
 	first := make(chan error, 1)
 	go func() {
 		_, _, err := s.sample(context.Background(), nil)
