@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"golang.org/x/crypto/ssh"
@@ -27,7 +28,7 @@ func sbatchOptionsCheck(ctx context.Context, r site.Runner, dataRoot string, log
 	return decideSbatchOptions(t, err)
 }
 
-func decideSbatchOptions(t *slurm.SbatchOptions, err error) Check {
+func decideSbatchOptions(t *sbatch.Options, err error) Check {
 	c := Check{Name: "sbatch-options"}
 	if err != nil {
 		c.Status, c.Found = Warn, clean(err.Error())+"; pods' flags are checked against the "+t.String()

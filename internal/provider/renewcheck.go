@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -20,7 +20,7 @@ func renewBefore(pod *corev1.Pod) (time.Duration, *refusal) {
 	}
 	if v := pod.Annotations[annotations.Flags]; v != "" {
 		// a malformed flag is refused by FromPod, with its own words
-		flags, _ := slurm.SplitFlags(v)
+		flags, _ := sbatch.SplitFlags(v)
 		for _, f := range flags {
 			rp.FlagsSetTime = rp.FlagsSetTime || strings.HasPrefix(f, "--time=")
 		}

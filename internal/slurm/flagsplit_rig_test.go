@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
 // Flags written as interLink's users write them, split by SplitFlags, are
@@ -80,7 +82,7 @@ func splitFlagCases(e *rigEnv) []splitFlagCase {
 // annotation on one #SBATCH line instead, as interLink's plugin writes it.
 func (e *rigEnv) splitFlagScripts(t *testing.T, annotation string) (split, raw []byte) {
 	t.Helper()
-	flags, err := SplitFlags(annotation)
+	flags, err := sbatch.SplitFlags(annotation)
 	if err != nil {
 		t.Fatalf("SplitFlags(%q): %v", annotation, err)
 	}

@@ -3,6 +3,8 @@ package slurm
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
 // optionSource says where runtime options come from, which decides what
@@ -94,7 +96,7 @@ func (g optionGrammar) walkOptions(words []string, src optionSource, take func(n
 func optionWords(opts []string) ([]string, error) {
 	var words []string
 	for _, o := range opts {
-		w, err := splitWords(o)
+		w, err := sbatch.SplitWords(o)
 		if err != nil {
 			return nil, err
 		}

@@ -187,7 +187,7 @@ func (b *podBuilder) envNames(vars []envEntry) ([]string, error) {
 
 func (b *podBuilder) annotations() error {
 	a := b.ann
-	flags, dropped, err := b.site.Sbatch.podFlags(a[AnnotationFlags])
+	flags, dropped, err := b.site.Sbatch.PodFlags(a[AnnotationFlags])
 	if err != nil {
 		return podErr(b.field(AnnotationFlags), "%v", err)
 	}

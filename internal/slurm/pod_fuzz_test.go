@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/sbatch/sbatchtest"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -55,13 +56,13 @@ func FuzzFromPod(f *testing.F) {
 				t.Fatalf("file %q is outside volumes/ and env/", file.Path)
 			}
 		}
-		header := sbatchHeader(string(script))
+		header := sbatchtest.Header(string(script))
 		want := 4 + len(job.Flags) + 4 // name, output, error, chdir; cpus, mem, gres, time are all set by fullPod
 		if len(header) != want {
 			t.Fatalf("got %d #SBATCH lines; want %d:\n%s", len(header), want, strings.Join(header, "\n"))
 		}
 		for _, line := range header {
-			if words := sbatchWords(line); len(words) != 1 {
+			if words := sbatchtest.Words(line); len(words) != 1 {
 				t.Fatalf("sbatch reads %q as %q; want one word", line, words)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 	"github.com/sluice-hpc/sluice/internal/textcut"
 )
 
@@ -130,7 +131,7 @@ func (b *podBuilder) field(name string) string {
 // would, without expanding anything; each becomes one argument of mpiexec,
 // quoted. NUL and CR are refused.
 func mpiFlags(v string) ([]string, error) {
-	words, err := splitWords(v)
+	words, err := sbatch.SplitWords(v)
 	if err != nil {
 		return nil, err
 	}

@@ -7,10 +7,11 @@ import (
 	"context"
 	"errors"
 	"path"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
 // The refusals of FromPod and ValidateFlag match the rig's real sbatch:
@@ -38,10 +39,10 @@ func TestRigSbatchRefusesWhatSluiceRefuses(t *testing.T) {
 			{"CR LF in an argument", "echo ARGUMENT", "echo a\r\nb", checkScriptText("a\r\nb"), "DOS line breaks"},
 			{"NUL in an argument", "echo ARGUMENT", "echo a\x00b", checkScriptText("a\x00b"), "NULL character"},
 			{"CR LF in the pre-exec", "echo PREEXEC", "module load x\r\necho ok", checkScriptText("x\r\n"), "DOS line breaks"},
-			{"unknown option", "--partition=debug", "--foo=1", ValidateFlag("--foo=1"), "unrecognized option '--foo=1'"},
-			{"option without its value", "--partition=debug", "--qos", ValidateFlag("--qos"), "option '--qos' requires an argument"},
-			{"value of an option that takes none", "--partition=debug", "--contiguous=yes", ValidateFlag("--contiguous=yes"), "option '--contiguous' doesn't allow an argument"},
-			{"ambiguous abbreviation", "--partition=debug", "--mail=x", ValidateFlag("--mail=x"), "is ambiguous"},
+			{"unknown option", "--partition=debug", "--foo=1", sbatch.ValidateFlag("--foo=1"), "unrecognized option '--foo=1'"},
+			{"option without its value", "--partition=debug", "--qos", sbatch.ValidateFlag("--qos"), "option '--qos' requires an argument"},
+			{"value of an option that takes none", "--partition=debug", "--contiguous=yes", sbatch.ValidateFlag("--contiguous=yes"), "option '--contiguous' doesn't allow an argument"},
+			{"ambiguous abbreviation", "--partition=debug", "--mail=x", sbatch.ValidateFlag("--mail=x"), "is ambiguous"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				if tc.refused == nil {
@@ -82,14 +83,7 @@ func TestRigSbatchKnowsTheFlagsSluiceAccepts(t *testing.T) {
 		e := newRigEnv(t, on, RuntimeCharliecloud)
 		tab, _ := learnRigSbatch(t, e)
 		parserRefusal := []string{"unrecognized option", "requires an argument", "doesn't allow an argument", "is ambiguous"}
-		names := make([]string, 0, len(tab.long))
-		for name := range tab.long {
-			if reservedFlag(name) == "" {
-				names = append(names, name)
-			}
-		}
-		slices.Sort(names)
-		for _, name := range names {
+		for _, name := range tab.Names() {
 			for _, flag := range []string{"--" + name, "--" + name + "=x"} {
 				err := tab.ValidateFlag(flag)
 				stderr := e.sbatchParse(t, flag)
@@ -156,7 +150,7 @@ func TestRigSubmitRefused(t *testing.T) {
 		e := newRigEnv(t, on, RuntimeCharliecloud)
 		job := e.shJob(t, nil, [][2]string{{"main", "echo never"}})
 		job.Flags = []string{"--time=soon"}
-		if err := ValidateFlag(job.Flags[0]); err != nil {
+		if err := sbatch.ValidateFlag(job.Flags[0]); err != nil {
 			t.Fatalf("ValidateFlag: %v", err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sync"
 
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -31,7 +32,7 @@ var sbatchVersion = regexp.MustCompile(`^slurm(?:-wlm)? ([0-9]{1,4}\.[0-9]{1,4}(
 // sbatchCache holds the tables learned, by Slurm version.
 type sbatchCache struct {
 	mu     sync.Mutex
-	tables map[string]*SbatchOptions
+	tables map[string]*sbatch.Options
 }
 
 // sbatchListingFile is what sbatchDir keeps of one version: the outputs
@@ -49,7 +50,7 @@ type sbatchListingFile struct {
 // and keeps what they list, in memory and in the file. On any failure it
 // returns nil, which is the built-in table, with the reason: flags are then
 // checked as before, and the caller says so once.
-func (c *Client) LearnSbatch(ctx context.Context) (*SbatchOptions, error) {
+func (c *Client) LearnSbatch(ctx context.Context) (*sbatch.Options, error) {
 	out, err := site.RunBounded(ctx, c.Site, maxSbatchVersion, "sbatch", "--version")
 	if err != nil {
 		return nil, fmt.Errorf("learn sbatch options: sbatch --version: %w", err)
@@ -75,7 +76,7 @@ func (c *Client) LearnSbatch(ctx context.Context) (*SbatchOptions, error) {
 		}
 	}
 	if c.sbatch.tables == nil {
-		c.sbatch.tables = map[string]*SbatchOptions{}
+		c.sbatch.tables = map[string]*sbatch.Options{}
 	}
 	c.sbatch.tables[version] = t
 	return t, nil
@@ -83,8 +84,8 @@ func (c *Client) LearnSbatch(ctx context.Context) (*SbatchOptions, error) {
 
 // readSbatchListing reads the table of version kept in file: nil, nil when
 // there is none.
-func (c *Client) readSbatchListing(ctx context.Context, file, version string) (*SbatchOptions, error) {
-	data, err := c.Site.ReadAt(ctx, file, 0, 2*maxSbatchListing+1024)
+func (c *Client) readSbatchListing(ctx context.Context, file, version string) (*sbatch.Options, error) {
+	data, err := c.Site.ReadAt(ctx, file, 0, 2*sbatch.MaxListing+1024)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -98,25 +99,21 @@ func (c *Client) readSbatchListing(ctx context.Context, file, version string) (*
 	if f.Version != version {
 		return nil, fmt.Errorf("holds version %q", f.Version)
 	}
-	l, err := parseSbatchListing([]byte(f.Help), []byte(f.Usage))
-	if err != nil {
-		return nil, err
-	}
-	return newSbatchOptions(version, l), nil
+	return sbatch.FromListing(version, []byte(f.Help), []byte(f.Usage))
 }
 
 // listSbatch asks the site's sbatch for its help and usage and keeps them
 // in file; a file that cannot be written is logged: the table still holds.
-func (c *Client) listSbatch(ctx context.Context, file, version string) (*SbatchOptions, error) {
-	help, err := site.RunBounded(ctx, c.Site, maxSbatchListing, "sbatch", "--help")
+func (c *Client) listSbatch(ctx context.Context, file, version string) (*sbatch.Options, error) {
+	help, err := site.RunBounded(ctx, c.Site, sbatch.MaxListing, "sbatch", "--help")
 	if err != nil {
 		return nil, fmt.Errorf("sbatch --help: %w", err)
 	}
-	usage, err := site.RunBounded(ctx, c.Site, maxSbatchListing, "sbatch", "--usage")
+	usage, err := site.RunBounded(ctx, c.Site, sbatch.MaxListing, "sbatch", "--usage")
 	if err != nil {
 		return nil, fmt.Errorf("sbatch --usage: %w", err)
 	}
-	l, err := parseSbatchListing(help, usage)
+	t, err := sbatch.FromListing(version, help, usage)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +124,7 @@ func (c *Client) listSbatch(ctx context.Context, file, version string) (*SbatchO
 	if err != nil {
 		c.logger().Warn("slurm: sbatch's options not kept: a restart asks again", "file", file, "error", err)
 	}
-	return newSbatchOptions(version, l), nil
+	return t, nil
 }
 
 func (c *Client) keepSbatchListing(ctx context.Context, file string, data []byte) error {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
 // sluice learns each rig site's sbatch from its own help and usage, keeps
@@ -80,7 +82,7 @@ func TestRigLearnSbatch(t *testing.T) {
 // learnRigSbatch learns the options of e's sbatch into a DataRoot of the
 // test's own, checks the kept file and that a restart asks the version
 // only, and returns the table and the version.
-func learnRigSbatch(t *testing.T, e *rigEnv) (*SbatchOptions, string) {
+func learnRigSbatch(t *testing.T, e *rigEnv) (*sbatch.Options, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
 // SiteOptions are the site keys of interLink's Slurm plugin that shape
@@ -46,7 +47,7 @@ type SiteOptions struct {
 	// are checked against (LearnSbatch). If nil, sluice's built-in table.
 	// The flavors' flags are checked against the built-in table when the
 	// configuration is loaded, before the site is asked.
-	Sbatch *SbatchOptions
+	Sbatch *sbatch.Options
 }
 
 // Flavor is a flavor made ready for jobs.
@@ -131,7 +132,7 @@ func newFlavor(name string, cf config.Flavor) (Flavor, error) {
 	}
 	f := Flavor{Name: name, CPUs: cf.CPUDefault, MemoryMiB: ceilDiv(mem, mib)}
 	for i, s := range cf.SlurmFlags {
-		flags, err := SplitFlags(s)
+		flags, err := sbatch.SplitFlags(s)
 		if err != nil {
 			return Flavor{}, fmt.Errorf("%s.SlurmFlags[%d]: %w", key, i, err)
 		}

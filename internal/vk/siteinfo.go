@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/provider"
+	"github.com/sluice-hpc/sluice/internal/sbatch"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,7 @@ func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm
 // checked against. A site whose options cannot be learned keeps sluice's
 // built-in table: logged here once, and told by the node's annotation and
 // by doctor.
-func learnSbatch(ctx context.Context, log *slog.Logger, c *slurm.Client, n *corev1.Node) *slurm.SbatchOptions {
+func learnSbatch(ctx context.Context, log *slog.Logger, c *slurm.Client, n *corev1.Node) *sbatch.Options {
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
 	t, err := c.LearnSbatch(ctx)

@@ -1,4 +1,4 @@
-package slurm
+package sbatch
 
 // argKind is whether an sbatch option takes a value.
 type argKind int
@@ -11,12 +11,12 @@ const (
 
 // sbatchOptions are the long options of sbatch (Slurm 22.05; later
 // versions keep them), sluice's built-in table (builtinSbatch) and the floor
-// of every learned one (sbatchtable.go), and whether each takes a value, as
+// of every learned one (options.go), and whether each takes a value, as
 // sbatch's own parser says: "--name" of an option that needs a value and "--name=value"
 // of one that takes none are refused, and so is a name it does not know.
 // tasks-per-node is sbatch's alias of ntasks-per-node. The rig test
 // TestRigSbatchKnowsTheFlagsSluiceAccepts checks the list, as each rig
-// site learns it (sbatchtable.go), against that site's sbatch.
+// site learns it (options.go), against that site's sbatch.
 var sbatchOptions = map[string]argKind{
 	"account":             argRequired,
 	"acctg-freq":          argRequired,

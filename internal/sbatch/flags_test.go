@@ -1,4 +1,4 @@
-package slurm
+package sbatch
 
 import (
 	"fmt"
@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
+
+	"github.com/sluice-hpc/sluice/internal/sbatch/sbatchtest"
 )
 
 func TestValidateFlag(t *testing.T) {
@@ -209,96 +210,10 @@ func TestShortOptionsMapToLongOnes(t *testing.T) {
 	}
 }
 
-// sbatchWords reads the words of an #SBATCH line as sbatch does: words are
-// split at white space; single and double quotes group and are removed; a
-// backslash takes the next character as it is; an unquoted '#' starts a
-// comment; the line ends at a newline. It returns nil for a line that is not
-// an #SBATCH line.
-func sbatchWords(line string) []string {
-	rest, ok := strings.CutPrefix(line, "#SBATCH")
-	if !ok {
-		return nil
-	}
-	var words []string
-	var word strings.Builder
-	inWord, escaped := false, false
-	var quote byte
-	for i := 0; i < len(rest); i++ {
-		c := rest[i]
-		switch {
-		case escaped:
-			word.WriteByte(c)
-			escaped = false
-		case c == '\n' && quote == 0:
-			i = len(rest)
-			continue
-		case c == '\\':
-			escaped, inWord = true, true
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote != 0:
-			word.WriteByte(c)
-		case c == '"' || c == '\'':
-			quote, inWord = c, true
-		case c == '#':
-			i = len(rest)
-			continue
-		case c < 0x80 && unicode.IsSpace(rune(c)):
-			if inWord {
-				words = append(words, word.String())
-				word.Reset()
-				inWord = false
-			}
-		default:
-			word.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, word.String())
-	}
-	return words
-}
-
-func TestSbatchWords(t *testing.T) {
-	tests := []struct {
-		line string
-		want []string
-	}{
-		{"#SBATCH --a=b", []string{"--a=b"}},
-		{"#SBATCH --a=b --c", []string{"--a=b", "--c"}},
-		{`#SBATCH --a="b c"`, []string{"--a=b c"}},
-		{`#SBATCH --a=b\ c`, []string{"--a=b c"}},
-		{"#SBATCH --a=b#c", []string{"--a=b"}},
-		{"#SBATCH --a=b\r", []string{"--a=b"}},
-		{"# SBATCH --a=b", nil},
-	}
-	for _, tt := range tests {
-		if got := sbatchWords(tt.line); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("sbatchWords(%q) = %q; want %q", tt.line, got, tt.want)
-		}
-	}
-}
-
-// sbatchHeader returns the #SBATCH lines at the head of a script, as sbatch
-// reads them: up to the first line that is neither blank nor a comment.
-func sbatchHeader(script string) []string {
-	var lines []string
-	for _, line := range strings.Split(script, "\n")[1:] {
-		if strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "#") {
-			break
-		}
-		if strings.HasPrefix(line, "#SBATCH") {
-			lines = append(lines, line)
-		}
-	}
-	return lines
-}
-
-// FuzzSplitFlags checks that SplitFlags never panics, that what it accepts
-// round-trips (the flags it gives, written back one per line or on one line,
-// split again into the same flags), and that every flag becomes exactly one
-// #SBATCH line of the rendered script, read by sbatch as exactly that flag.
+// FuzzSplitFlags checks that SplitFlags never panics, and that what it
+// accepts round-trips: the flags it gives, written back one per line or on
+// one line, split again into the same flags. (The job script's
+// FuzzScriptTakesSplitFlags checks that each becomes one #SBATCH line.)
 func FuzzSplitFlags(f *testing.F) {
 	for _, s := range []string{
 		"--partition=gpu\n--exclusive", "-p gpu -t 01:00:00 --mem=4G", "-N 2 --ntasks-per-node=4",
@@ -327,23 +242,6 @@ func FuzzSplitFlags(f *testing.F) {
 				t.Fatalf("SplitFlags(%q) = %q; split again (%q): %q, %v", annotation, flags, sep, again, err)
 			}
 		}
-		job := testJob()
-		job.Flags = flags
-		script, err := Script(job, ScriptOptions{JobDir: "/data/ns-uid", Runtime: RuntimeApptainer})
-		if err != nil {
-			t.Fatalf("Script refused flags SplitFlags accepted (%q): %v", flags, err)
-		}
-		header := sbatchHeader(string(script))
-		const fixed = 4 // --job-name, --output, --error, --chdir (no --comment by default)
-		if len(header) != fixed+len(flags) {
-			t.Fatalf("got %d #SBATCH lines for %d flags; want %d:\n%s", len(header), len(flags), fixed+len(flags), strings.Join(header, "\n"))
-		}
-		for i, flag := range flags {
-			line := header[fixed+i]
-			if words := sbatchWords(line); len(words) != 1 || words[0] != flag {
-				t.Fatalf("sbatch reads %q as %q; want [%q]", line, words, flag)
-			}
-		}
 	})
 }
 
@@ -357,7 +255,7 @@ func FuzzValidateFlag(f *testing.F) {
 		if ValidateFlag(flag) != nil {
 			return
 		}
-		if words := sbatchWords("#SBATCH " + flag + "\n"); len(words) != 1 || words[0] != flag {
+		if words := sbatchtest.Words("#SBATCH " + flag + "\n"); len(words) != 1 || words[0] != flag {
 			t.Fatalf("sbatch reads %q as %q", flag, words)
 		}
 		name, _, hasValue := strings.Cut(strings.TrimPrefix(flag, "--"), "=")

@@ -1,4 +1,4 @@
-package slurm
+package sbatch
 
 import (
 	"fmt"
@@ -47,12 +47,12 @@ var reservedFlags = map[string]string{
 // at every submission), with a value exactly when the option takes one.
 // Flags that would change the job's name, files, script or sbatch's output
 // are refused, with the reason. The options are those of sluice's built-in
-// table (SbatchOptions.ValidateFlag checks a site's).
-func ValidateFlag(flag string) error { return (*SbatchOptions)(nil).ValidateFlag(flag) }
+// table (Options.ValidateFlag checks a site's).
+func ValidateFlag(flag string) error { return (*Options)(nil).ValidateFlag(flag) }
 
 // ValidateFlag checks one flag as the package's ValidateFlag does, against
 // the options of t. sluice's own refusals come first, whatever t holds.
-func (t *SbatchOptions) ValidateFlag(flag string) error {
+func (t *Options) ValidateFlag(flag string) error {
 	if !flagSyntax.MatchString(flag) {
 		return fmt.Errorf("sbatch flag %q: want one option, --name or --name=value, whose value is printable ASCII without spaces, quotes, backslashes or '#'", flag)
 	}
@@ -76,13 +76,13 @@ func (t *SbatchOptions) ValidateFlag(flag string) error {
 }
 
 // jobNameOption is the option that names a job. A pod's job name is
-// dropped rather than refused (podFlags).
+// dropped rather than refused (PodFlags).
 const jobNameOption = "job-name"
 
 // isJobName tells whether flag, as SplitFlags gives it, names the job:
 // --job-name=value or an abbreviation that sbatch reads as it, one that no
 // other option of sbatch's starts with (--job=x, --j=x on Slurm 22.05).
-func (t *SbatchOptions) isJobName(flag string) bool {
+func (t *Options) isJobName(flag string) bool {
 	name, _, hasValue := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
 	if !hasValue || !strings.HasPrefix(flag, "--") || name == "" || !strings.HasPrefix(jobNameOption, name) {
 		return false
@@ -108,7 +108,7 @@ func reservedFlag(name string) string {
 }
 
 // fullNames suggests the options that name abbreviates, if any.
-func (t *SbatchOptions) fullNames(name string) string {
+func (t *Options) fullNames(name string) string {
 	var full []string
 	for o := range t.longNames() {
 		if strings.HasPrefix(o, name) {

@@ -1,4 +1,4 @@
-package slurm
+package sbatch
 
 import (
 	"reflect"
@@ -40,17 +40,17 @@ func TestPodFlagsDropTheJobName(t *testing.T) {
 		{"-J 'x\n#SBATCH --wrap=id' --qos='a\n#SBATCH --wrap=id'", nil, nil, "without spaces, quotes"},
 	}
 	for _, tt := range tests {
-		flags, dropped, err := (*SbatchOptions)(nil).podFlags(tt.in)
+		flags, dropped, err := (*Options)(nil).PodFlags(tt.in)
 		switch {
 		case tt.err != "":
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("podFlags(%q) = %q, %q, %v; want an error containing %q", tt.in, flags, dropped, err, tt.err)
+				t.Errorf("PodFlags(%q) = %q, %q, %v; want an error containing %q", tt.in, flags, dropped, err, tt.err)
 			}
 			if flags != nil || dropped != nil {
-				t.Errorf("podFlags(%q) = %q, %q with its error; want nothing", tt.in, flags, dropped)
+				t.Errorf("PodFlags(%q) = %q, %q with its error; want nothing", tt.in, flags, dropped)
 			}
 		case err != nil || !reflect.DeepEqual(flags, tt.flags) || !reflect.DeepEqual(dropped, tt.dropped):
-			t.Errorf("podFlags(%q) = %q, %q, %v; want %q, %q", tt.in, flags, dropped, err, tt.flags, tt.dropped)
+			t.Errorf("PodFlags(%q) = %q, %q, %v; want %q, %q", tt.in, flags, dropped, err, tt.flags, tt.dropped)
 		}
 	}
 }
@@ -65,7 +65,7 @@ func TestSplitFlagsRefusesTheJobName(t *testing.T) {
 	}
 }
 
-// podFlags differs from SplitFlags only by the job names it drops: what it
+// PodFlags differs from SplitFlags only by the job names it drops: what it
 // refuses SplitFlags refuses; without a job name it gives what SplitFlags
 // gives; with one, SplitFlags refused the annotation, and every flag kept
 // is one ValidateFlag takes.
@@ -77,30 +77,30 @@ func FuzzPodFlags(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		flags, dropped, err := (*SbatchOptions)(nil).podFlags(in)
+		flags, dropped, err := (*Options)(nil).PodFlags(in)
 		strict, serr := SplitFlags(in)
 		switch {
 		case err != nil:
 			if serr == nil || flags != nil || dropped != nil {
-				t.Fatalf("podFlags(%q) = %q, %q, %v; SplitFlags = %q, %v", in, flags, dropped, err, strict, serr)
+				t.Fatalf("PodFlags(%q) = %q, %q, %v; SplitFlags = %q, %v", in, flags, dropped, err, strict, serr)
 			}
 			return
 		case len(dropped) == 0:
 			if serr != nil || !reflect.DeepEqual(flags, strict) {
-				t.Fatalf("podFlags(%q) = %q; SplitFlags = %q, %v", in, flags, strict, serr)
+				t.Fatalf("PodFlags(%q) = %q; SplitFlags = %q, %v", in, flags, strict, serr)
 			}
 			return
 		case serr == nil:
-			t.Fatalf("podFlags(%q) dropped %q; SplitFlags took it: %q", in, dropped, strict)
+			t.Fatalf("PodFlags(%q) dropped %q; SplitFlags took it: %q", in, dropped, strict)
 		}
 		for _, fl := range flags {
 			if err := ValidateFlag(fl); err != nil {
-				t.Fatalf("podFlags(%q) kept %q: %v", in, fl, err)
+				t.Fatalf("PodFlags(%q) kept %q: %v", in, fl, err)
 			}
 		}
 		for _, d := range dropped {
 			if !strings.HasPrefix(d, "-") {
-				t.Fatalf("podFlags(%q) dropped %q, not an option", in, d)
+				t.Fatalf("PodFlags(%q) dropped %q, not an option", in, d)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package slurm
+package sbatch
 
 import (
 	"bufio"
@@ -12,8 +12,8 @@ import (
 // input: bounded, line by line, and only what matches the narrow shapes
 // below is taken.
 const (
-	// maxSbatchListing bounds each of the outputs (22.05's help is 8 KiB).
-	maxSbatchListing = 256 << 10
+	// MaxListing bounds each of the outputs (22.05's help is 8 KiB).
+	MaxListing = 256 << 10
 	// maxSbatchOptions bounds the options one listing may name (22.05
 	// has about 110).
 	maxSbatchOptions = 1000
@@ -45,8 +45,8 @@ var usageItem = regexp.MustCompile(`\[--([a-z][a-z0-9-]{0,62})(\[=|=|\])`)
 // the help alone is taken as an optional value: "--name=v" and "--name"
 // pass, and sbatch has the last word on which it wants.
 func parseSbatchListing(help, usage []byte) (listing, error) {
-	if len(help) > maxSbatchListing || len(usage) > maxSbatchListing {
-		return listing{}, fmt.Errorf("sbatch help: more than %d bytes", maxSbatchListing)
+	if len(help) > MaxListing || len(usage) > MaxListing {
+		return listing{}, fmt.Errorf("sbatch help: more than %d bytes", MaxListing)
 	}
 	l := listing{long: map[string]argKind{}, short: map[byte]string{}}
 	add := func(name string, k argKind) error {
@@ -114,7 +114,7 @@ func listedKind(after []byte, bare argKind) argKind {
 // maxListingLine.
 func eachLine(data []byte, f func([]byte) error) error {
 	s := bufio.NewScanner(bytes.NewReader(data))
-	s.Buffer(make([]byte, 0, 1024), maxSbatchListing+1)
+	s.Buffer(make([]byte, 0, 1024), MaxListing+1)
 	for s.Scan() {
 		if len(s.Bytes()) > maxListingLine {
 			continue

@@ -1,4 +1,4 @@
-package slurm
+package sbatch
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 )
 
 // builtinVersion is the Slurm release whose sbatch the built-in table
-// (sbatchopts.go) describes.
+// (builtin.go) describes.
 const builtinVersion = "22.05"
 
 // sbatchDropped are options of the built-in table that a later sbatch's
@@ -72,19 +72,19 @@ func majorMinor(version string) (major, minor int, ok bool) {
 	return major, minor, true
 }
 
-// SbatchOptions is what one site's sbatch accepts: its long options, whether
+// Options is what one site's sbatch accepts: its long options, whether
 // each takes a value, and its one-letter options. It holds everything sluice
 // knows that depends on the Slurm version, so that the flags of a pod are
 // checked against the sbatch that will read them.
 //
-// A nil *SbatchOptions is sluice's built-in table of Slurm 22.05. A learned
-// one (LearnSbatch) is the built-in table plus what the site's own `sbatch
+// A nil *Options is sluice's built-in table of Slurm 22.05. A learned
+// one (FromListing, from slurm.Client.LearnSbatch) is the built-in table plus what the site's own `sbatch
 // --help` and `sbatch --usage` list: those lists leave out options sbatch
 // accepts (22.05 lists neither --hint nor --prefer), so the built-in table
 // stays the floor, and its value rules, checked against sbatch's parser,
 // win over the lists' looser ones. Nothing here loosens sluice's own
 // refusals (reservedFlags): they are checked first, whatever sbatch accepts.
-type SbatchOptions struct {
+type Options struct {
 	// Version is the site's sbatch version, as `sbatch --version` gives it
 	// ("22.05.8").
 	Version string
@@ -100,7 +100,7 @@ type SbatchOptions struct {
 
 // option reports whether name is a long option of sbatch and whether it
 // takes a value.
-func (t *SbatchOptions) option(name string) (argKind, bool) {
+func (t *Options) option(name string) (argKind, bool) {
 	if t == nil {
 		k, ok := sbatchOptions[name]
 		return k, ok
@@ -110,7 +110,7 @@ func (t *SbatchOptions) option(name string) (argKind, bool) {
 }
 
 // shortOption is the long option a one-letter option stands for.
-func (t *SbatchOptions) shortOption(c byte) (string, bool) {
+func (t *Options) shortOption(c byte) (string, bool) {
 	if t == nil {
 		l, ok := sbatchShortOptions[c]
 		return l, ok
@@ -120,7 +120,7 @@ func (t *SbatchOptions) shortOption(c byte) (string, bool) {
 }
 
 // longNames iterates over the long options.
-func (t *SbatchOptions) longNames() map[string]argKind {
+func (t *Options) longNames() map[string]argKind {
 	if t == nil {
 		return sbatchOptions
 	}
@@ -130,7 +130,7 @@ func (t *SbatchOptions) longNames() map[string]argKind {
 // whose names the table in refusals: the site's sbatch when it was
 // learned, sluice's built-in table when it was not, so that a refusal says
 // whose word it is.
-func (t *SbatchOptions) whose() string {
+func (t *Options) whose() string {
 	if t == nil {
 		return "sbatch has no option"
 	}
@@ -139,7 +139,7 @@ func (t *SbatchOptions) whose() string {
 
 // unknownNote follows a refusal by the built-in table: the site's own
 // options were not learned, so the refusal may be out of date.
-func (t *SbatchOptions) unknownNote() string {
+func (t *Options) unknownNote() string {
 	if t != nil {
 		return ""
 	}
@@ -147,7 +147,7 @@ func (t *SbatchOptions) unknownNote() string {
 }
 
 // String describes the table for logs and doctor.
-func (t *SbatchOptions) String() string {
+func (t *Options) String() string {
 	if t == nil {
 		return fmt.Sprintf("built-in table of Slurm %s (%d options)", builtinVersion, len(sbatchOptions))
 	}
@@ -158,8 +158,8 @@ func (t *SbatchOptions) String() string {
 // and usage listed: the built-in table, plus the listed options it lacks,
 // plus the listed one-letter options (which stand for whatever the site
 // says: sluice writes the long name, so sbatch reads what was checked).
-func newSbatchOptions(version string, l listing) *SbatchOptions {
-	t := &SbatchOptions{Version: version, Listed: len(l.long), long: maps.Clone(sbatchOptions), short: maps.Clone(sbatchShortOptions)}
+func newSbatchOptions(version string, l listing) *Options {
+	t := &Options{Version: version, Listed: len(l.long), long: maps.Clone(sbatchOptions), short: maps.Clone(sbatchShortOptions)}
 	dropped := droppedBy(version)
 	for name := range dropped {
 		delete(t.long, name)
@@ -185,4 +185,28 @@ func newSbatchOptions(version string, l listing) *SbatchOptions {
 	}
 	slices.Sort(t.Added)
 	return t
+}
+
+// FromListing makes the table of the sbatch of version from its help and
+// usage (`sbatch --help`, `sbatch --usage`), each at most MaxListing bytes:
+// read as untrusted input (listing.go), added to the built-in table.
+func FromListing(version string, help, usage []byte) (*Options, error) {
+	l, err := parseSbatchListing(help, usage)
+	if err != nil {
+		return nil, err
+	}
+	return newSbatchOptions(version, l), nil
+}
+
+// Names are the long options t lets through, sorted: every option of its
+// sbatch but those sluice sets itself (ValidateFlag refuses them).
+func (t *Options) Names() []string {
+	var names []string
+	for name := range t.longNames() {
+		if reservedFlag(name) == "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

@@ -1,4 +1,4 @@
-package slurm
+package sbatch
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// SplitFlags reads the value of AnnotationFlags as interLink's Slurm plugin
+// SplitFlags reads the value of the slurm-job.vk.io/flags annotation as interLink's Slurm plugin
 // does, and gives each option in the one form sluice emits, "--name" or
 // "--name=value", checked by ValidateFlag; the job gets one #SBATCH line per
 // option.
@@ -21,15 +21,15 @@ import (
 // must still be one word of printable ASCII without spaces, quotes,
 // backslashes or '#'. NUL and CR are refused, and so is a word that is
 // neither an option nor the value of the one before it. The options are
-// those of sluice's built-in table (SbatchOptions.SplitFlags reads a
+// those of sluice's built-in table (Options.SplitFlags reads a
 // site's).
 func SplitFlags(annotation string) ([]string, error) {
-	return (*SbatchOptions)(nil).SplitFlags(annotation)
+	return (*Options)(nil).SplitFlags(annotation)
 }
 
 // SplitFlags reads annotation as the package's SplitFlags does, with the
 // options of t.
-func (t *SbatchOptions) SplitFlags(annotation string) ([]string, error) {
+func (t *Options) SplitFlags(annotation string) ([]string, error) {
 	var flags []string
 	err := t.eachFlag(annotation, func(w flagWord) error {
 		if err := t.validate(w); err != nil {
@@ -44,13 +44,13 @@ func (t *SbatchOptions) SplitFlags(annotation string) ([]string, error) {
 	return flags, nil
 }
 
-// podFlags reads a pod's AnnotationFlags as SplitFlags does, except that a
+// PodFlags reads a pod's flags annotation as SplitFlags does, except that a
 // job name (--job-name=x, -J x, -Jx, or an abbreviation sbatch takes) is
 // left out and returned, as written, in dropped instead of refused:
 // interLink's tutorials name their jobs so, sluice names every job after
 // its pod's UID, and a name the job cannot have changes nothing else about
 // it. Every other option sluice sets itself is refused, as by SplitFlags.
-func (t *SbatchOptions) podFlags(annotation string) (flags, dropped []string, err error) {
+func (t *Options) PodFlags(annotation string) (flags, dropped []string, err error) {
 	err = t.eachFlag(annotation, func(w flagWord) error {
 		if t.isJobName(w.flag) {
 			dropped = append(dropped, w.written)
@@ -68,7 +68,7 @@ func (t *SbatchOptions) podFlags(annotation string) (flags, dropped []string, er
 	return flags, dropped, nil
 }
 
-// flagWord is one option of AnnotationFlags: flag in the form sluice
+// flagWord is one option of the flags annotation: flag in the form sluice
 // emits, not yet validated, and the words it was written as.
 type flagWord struct {
 	flag, written string
@@ -76,7 +76,7 @@ type flagWord struct {
 
 // validate checks w.flag with ValidateFlag, naming the words it was written
 // as when they differ from it.
-func (t *SbatchOptions) validate(w flagWord) error {
+func (t *Options) validate(w flagWord) error {
 	err := t.ValidateFlag(w.flag)
 	if err != nil && w.written != w.flag {
 		return fmt.Errorf("%q: %w", w.written, err)
@@ -88,8 +88,8 @@ func (t *SbatchOptions) validate(w flagWord) error {
 // form sluice emits (canonicalFlag), in order, up to the first error, its
 // own or take's: an option's refusal comes before that of the words after
 // it.
-func (t *SbatchOptions) eachFlag(annotation string, take func(flagWord) error) error {
-	words, err := splitWords(annotation)
+func (t *Options) eachFlag(annotation string, take func(flagWord) error) error {
+	words, err := SplitWords(annotation)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (t *SbatchOptions) eachFlag(annotation string, take func(flagWord) error) e
 // the value of prev, the flag before it ("" for none), when that flag's
 // value is optional (--exclusive user): sbatch takes such a value only
 // after '='.
-func (t *SbatchOptions) optionalValueHint(err error, prev, word string) error {
+func (t *Options) optionalValueHint(err error, prev, word string) error {
 	if prev == "" || strings.HasPrefix(word, "-") {
 		return err
 	}
@@ -135,7 +135,7 @@ func (t *SbatchOptions) optionalValueHint(err error, prev, word string) error {
 // "--name=value", taking next (the following word, "" when there is none
 // or it is an option) as its value when the option requires one and word
 // has none. It reports whether it took next.
-func (t *SbatchOptions) canonicalFlag(word, next string) (string, bool, error) {
+func (t *Options) canonicalFlag(word, next string) (string, bool, error) {
 	switch {
 	case strings.HasPrefix(word, "--"):
 		if strings.Contains(word, "=") {
@@ -170,9 +170,9 @@ func (t *SbatchOptions) canonicalFlag(word, next string) (string, bool, error) {
 	return "", false, fmt.Errorf("%q is not an sbatch option (a value goes right after its option)", word)
 }
 
-// splitWords splits the value of an annotation into shell words
+// SplitWords splits the value of an annotation into shell words
 // (shellWords), refusing NUL and CR.
-func splitWords(s string) ([]string, error) {
+func SplitWords(s string) ([]string, error) {
 	if strings.ContainsAny(s, "\x00\r") {
 		return nil, errors.New("NUL and CR characters are not allowed")
 	}
