@@ -8,11 +8,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-hpc/sluice/internal/config"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // The printed configuration holds the plugin's keys under Site, which
-// sluice-vk's start-up checks (slurm.NewSiteOptions) accept, and notes.
+// sluice-vk's start-up checks (jobscript.NewSiteOptions) accept, and notes.
 func TestConfigImport(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := configCommand([]string{"import", "--from-interlink", "../../internal/config/testdata/interlink/flavors.yaml"}, &out, &errOut)
@@ -29,7 +29,7 @@ func TestConfigImport(t *testing.T) {
 	if err := yaml.Unmarshal(out.Bytes(), &c); err != nil {
 		t.Fatalf("the output is not YAML: %v", err)
 	}
-	o, err := slurm.NewSiteOptions(c.Site)
+	o, err := jobscript.NewSiteOptions(c.Site)
 	if err != nil {
 		t.Fatalf("NewSiteOptions: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/rigenv"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
@@ -64,10 +65,10 @@ func run(ctx context.Context, dir string) error {
 	client := &slurm.Client{
 		Site:     runner,
 		DataRoot: cfg.Site.DataRoot,
-		Runtime:  slurm.Runtime(cfg.Site.ContainerRuntime),
+		Runtime:  jobscript.Runtime(cfg.Site.ContainerRuntime),
 		Logger:   log,
 	}
-	job, err := slurm.FromPod(ctx, pod, sources(cms), slurm.PodOptions{Runtime: client.Runtime})
+	job, err := jobscript.FromPod(ctx, pod, sources(cms), jobscript.PodOptions{Runtime: client.Runtime})
 	if err != nil {
 		return err
 	}

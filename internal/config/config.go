@@ -48,7 +48,7 @@ type Site struct {
 	// JobComment is the template of the jobs' sbatch --comment, with the
 	// placeholders {namespace} and {name}; empty gives none, as squeue
 	// shows comments to every user of the site. The slurm package checks
-	// it (slurm.NewSiteOptions).
+	// it (jobscript.NewSiteOptions).
 	JobComment string `yaml:"JobComment"`
 
 	// The keys below are those of interLink's Slurm plugin, with its names

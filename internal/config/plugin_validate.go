@@ -21,7 +21,7 @@ const maxMemoryDefault = 1 << 50
 
 // validate checks the plugin keys. The sbatch options of the flavors and
 // the apptainer options are checked further by the slurm package
-// (slurm.SiteOptions.Validate), at start-up too.
+// (jobscript.SiteOptions.Validate), at start-up too.
 func (p *Plugin) validate(bad reporter, runtime string) {
 	for _, name := range p.flavorNames() {
 		f := p.Flavors[name]

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 )
@@ -44,7 +45,7 @@ func FuzzConfigAgreesWithSlurm(f *testing.F) {
 		if err != nil {
 			return
 		}
-		client := &slurm.Client{Site: noSite{}, DataRoot: c.Site.DataRoot, Runtime: slurm.RuntimeNone}
+		client := &slurm.Client{Site: noSite{}, DataRoot: c.Site.DataRoot, Runtime: jobscript.RuntimeNone}
 		if _, err := client.Status(context.Background(), nil); err != nil {
 			t.Fatalf("config took DataRoot %q, which slurm refuses: %v", c.Site.DataRoot, err)
 		}
@@ -52,7 +53,7 @@ func FuzzConfigAgreesWithSlurm(f *testing.F) {
 			var b [16]byte
 			_, _ = rand.Read(b[:])
 			uid := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-			if err := slurm.CheckSocketDirRoot(c.Site.SocketDirRoot, uid); err != nil {
+			if err := jobscript.CheckSocketDirRoot(c.Site.SocketDirRoot, uid); err != nil {
 				t.Fatalf("config took SocketDirRoot %q, which slurm refuses for pod %s: %v", c.Site.SocketDirRoot, uid, err)
 			}
 		}

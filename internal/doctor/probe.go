@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 )
@@ -46,15 +47,15 @@ const (
 // probeJob is the doctor's job: runtime none, one container running the
 // probe with the socket directory root, the runtime's program and the
 // done file as arguments (never pasted into the script).
-func probeJob(uid, socketRoot, runtime, doneFile string) *slurm.Job {
-	return &slurm.Job{
+func probeJob(uid, socketRoot, runtime, doneFile string) *jobscript.Job {
+	return &jobscript.Job{
 		Namespace: probeNamespace, Name: "probe", UID: uid,
-		Containers: []slurm.Container{{
+		Containers: []jobscript.Container{{
 			Name: probeContainer,
 			Command: []string{"/bin/sh", "-c", relay.RootCheckScript + "\n" + probeScript, "sluice-doctor",
 				socketRoot, runtime, doneFile, strconv.Itoa(probeHold)},
 		}},
-		Resources: slurm.Resources{CPUs: 1, TimeLimit: probeTimeLimit},
+		Resources: jobscript.Resources{CPUs: 1, TimeLimit: probeTimeLimit},
 	}
 }
 
@@ -110,7 +111,7 @@ func decideRuntime(runtime, program, host, fact string) Check {
 	c := Check{Name: "runtime"}
 	kind, rest, _ := strings.Cut(fact, " ")
 	switch {
-	case runtime == string(slurm.RuntimeNone):
+	case runtime == string(jobscript.RuntimeNone):
 		c.Status, c.Found = OK, "Site.ContainerRuntime none: commands run on "+host+" directly"
 	case kind == "ok":
 		where, version, _ := strings.Cut(rest, " ")

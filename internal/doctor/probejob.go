@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/sitepath"
 	"github.com/sluice-hpc/sluice/internal/slurm"
@@ -49,19 +50,19 @@ func (p *prober) run(ctx context.Context, dataRootOK bool) {
 		defer p.cleanup(ctx, func(ctx context.Context) error { return p.runner.RemoveAll(ctx, dir) })
 		root, note = dir, " (from "+dir+": Site.DataRoot is not writable)"
 	}
-	opts, err := slurm.NewSiteOptions(c.Site)
+	opts, err := jobscript.NewSiteOptions(c.Site)
 	if err != nil {
 		p.r.add(Check{Name: "probe-job", Status: Fail, Found: err.Error(), Fix: "fix the site keys it names"})
 		p.skip("not checked: no probe job")
 		return
 	}
-	runtime := slurm.Runtime(c.Site.ContainerRuntime)
+	runtime := jobscript.Runtime(c.Site.ContainerRuntime)
 	program := opts.RuntimePath
 	if program == "" {
 		program = runtime.Binary()
 	}
 	opts.RuntimePath, opts.RuntimeOptions = "", nil // the probe itself runs with runtime none
-	client := &slurm.Client{Site: p.runner, DataRoot: root, Runtime: slurm.RuntimeNone, SiteOptions: opts, Logger: p.log, PollInterval: pollEvery}
+	client := &slurm.Client{Site: p.runner, DataRoot: root, Runtime: jobscript.RuntimeNone, SiteOptions: opts, Logger: p.log, PollInterval: pollEvery}
 
 	uid := "doctor-" + randomSuffix()
 	ref := client.Ref(probeNamespace, uid, "")

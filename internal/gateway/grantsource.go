@@ -111,7 +111,7 @@ func (g *GrantSource) Grant(ctx context.Context, pod PodRef, sa string) (*Grant,
 		ForwardPorts: carried.ForwardPorts,
 		SocksPort:    carried.SocksPort,
 		// As the job is made: a relay for reverse forwards, none for a
-		// SOCKS proxy alone (slurm.NewReverseJob).
+		// SOCKS proxy alone (jobscript.NewReverseJob).
 		Relayed: len(carried.ReversePorts) > 0,
 	}
 	for _, port := range carried.ReversePorts {

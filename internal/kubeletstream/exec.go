@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
-	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"golang.org/x/crypto/ssh"
 	utilexec "k8s.io/utils/exec"
@@ -29,7 +29,7 @@ var defaultSize = api.TermSize{Width: 80, Height: 24}
 var _ api.ContainerExecHandlerFunc = (*Server)(nil).Exec
 
 // Exec runs cmd in container of the pod's running job: srun into the job's
-// allocation on its batch host (slurm.Runtime.ExecArgv), run in an SSH
+// allocation on its batch host (jobscript.Runtime.ExecArgv), run in an SSH
 // session on the login node, with a pseudo-terminal when attach asks for
 // one. Standard streams and terminal resizes are carried; the command's
 // exit code comes back as a utilexec.ExitError. When ctx ends (kubectl went
@@ -46,7 +46,7 @@ func (s *Server) Exec(ctx context.Context, namespace, pod, container string, cmd
 	if !ok {
 		return fmt.Errorf("exec: pod %s/%s has no container %q in its job", namespace, pod, container)
 	}
-	argv, err := s.Runtime.ExecArgv(c, cmd, slurm.ExecOptions{JobID: job.Ref.JobID, Host: job.Host, JobDir: job.Ref.Dir, TTY: attach.TTY(),
+	argv, err := s.Runtime.ExecArgv(c, cmd, jobscript.ExecOptions{JobID: string(job.Ref.JobID), Host: job.Host, JobDir: job.Ref.Dir, TTY: attach.TTY(),
 		Site: s.Site, RuntimeOptions: job.RuntimeOptions})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/sluice-hpc/sluice/internal/sshx"
@@ -37,7 +38,7 @@ func (r runningJob) RunningJob(namespace, name string) (provider.RunningJob, err
 	return provider.RunningJob{
 		Ref:        slurm.JobRef{JobID: "42", Dir: r.dir},
 		Host:       "node1",
-		Containers: []slurm.Container{{Name: "main", Command: []string{"sleep"}, EnvFile: "env/main"}},
+		Containers: []jobscript.Container{{Name: "main", Command: []string{"sleep"}, EnvFile: "env/main"}},
 	}, nil
 }
 
@@ -83,7 +84,7 @@ func execServer(t testing.TB) (*Server, string) {
 	conns := &Conns{Hop: &tunnel.Hop{LoginAddr: srv.Addr, User: "alice", Auth: []ssh.AuthMethod{ssh.PublicKeys(srv.ClientKey)},
 		LoginHostKeys: keys, NodeHostKeys: keys}}
 	t.Cleanup(func() { conns.Close() })
-	return &Server{Jobs: runningJob{dir: dir}, Conns: conns, Runtime: slurm.RuntimeNone}, srunLog
+	return &Server{Jobs: runningJob{dir: dir}, Conns: conns, Runtime: jobscript.RuntimeNone}, srunLog
 }
 
 func TestExecCarriesStreamsAndTheExitCode(t *testing.T) {

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/pipe"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/site"
-	"github.com/sluice-hpc/sluice/internal/slurm"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -94,7 +94,7 @@ func (s *Server) forwardBySrun(ctx context.Context, job provider.RunningJob, nam
 	if err != nil {
 		return fmt.Errorf("port-forward: relay binary: %w", err)
 	}
-	argv, err := slurm.ForwardArgv(job.Ref.JobID, job.Host, relay, int(port))
+	argv, err := jobscript.ForwardArgv(string(job.Ref.JobID), job.Host, relay, int(port))
 	if err != nil {
 		return err
 	}

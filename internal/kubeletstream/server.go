@@ -4,8 +4,8 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/provider"
-	"github.com/sluice-hpc/sluice/internal/slurm"
 )
 
 // Jobs finds the running job of a pod; *provider.Provider implements it.
@@ -26,10 +26,10 @@ type Server struct {
 	Srun *SrunCarrier
 	// Runtime is the site's container runtime, the way exec enters a
 	// container.
-	Runtime slurm.Runtime
+	Runtime jobscript.Runtime
 	// Site gives exec the runtime's program and the site's runtime
 	// options, as the jobs have them. The zero value has none.
-	Site slurm.SiteOptions
+	Site jobscript.SiteOptions
 	// Output follows the containers' output, for attach. If nil, attach
 	// answers errNoAttach.
 	Output Output

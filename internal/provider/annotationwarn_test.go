@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestUnimplementedAnnotationsAreWarnedOnce(t *testing.T) {
 	pod := testPod("gpu")
 	pod.Annotations = map[string]string{
-		slurm.AnnotationFlags:            "-p gpu --gres=gpu:1",
+		jobscript.AnnotationFlags:        "-p gpu --gres=gpu:1",
 		"slurm-job.vk.io/enroot-options": "--rw",
 		"interlink.eu/shadow-same-ns":    "true",
 		"interlink.eu/made-up":           "x",

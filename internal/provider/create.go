@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -153,8 +154,8 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	job, err := slurm.FromPod(ctx, jobPod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime, Site: p.cfg.Site})
-	var perr *slurm.PodError
+	job, err := jobscript.FromPod(ctx, jobPod, sources{client: p.cfg.Client, pod: pod}, jobscript.PodOptions{Runtime: p.cfg.Runtime, Site: p.cfg.Site})
+	var perr *jobscript.PodError
 	if errors.As(err, &perr) {
 		p.refuse(st, podRefusal(perr))
 		return true, nil
@@ -294,7 +295,7 @@ func notFound(namespace, name string) error {
 // jobSide is what the provider keeps of a submitted job: its containers
 // and runtime options (for exec), and its socket directory and relay's
 // forward entry on the node ("" for none), for the shadow.
-func jobSide(job *slurm.Job) (containers []slurm.Container, runtimeOptions []string, socketDir, forwardEntry string) {
+func jobSide(job *jobscript.Job) (containers []jobscript.Container, runtimeOptions []string, socketDir, forwardEntry string) {
 	containers, runtimeOptions = append(slices.Clip(job.Init), job.Containers...), job.RuntimeOptions
 	if job.Reverse != nil && job.Reverse.SocketDirRoot != "" {
 		socketDir = job.Reverse.SocketDir(job.UID)

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -68,7 +68,7 @@ func (p *Provider) warnUnimplemented(pod *corev1.Pod) {
 
 // warnJob records a Warning Event for each thing the pod's job was made
 // without (a flavor the site lacks, no flavor for its GPU count).
-func (p *Provider) warnJob(pod *corev1.Pod, ws []slurm.Warning) {
+func (p *Provider) warnJob(pod *corev1.Pod, ws []jobscript.Warning) {
 	for _, w := range ws {
 		p.event(pod, corev1.EventTypeWarning, w.Reason, "%s", w.Message)
 	}

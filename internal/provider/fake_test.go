@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/salt"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +33,7 @@ type fakeJobs struct {
 	cancelErrs  []error // returned by the next Cancel calls, in order
 	jobs        map[string]slurm.JobID
 	submits     int
-	lastJob     *slurm.Job
+	lastJob     *jobscript.Job
 	statuses    map[string]slurm.Status // by UID
 	statusCalls [][]slurm.JobRef
 	cancels     []slurm.JobRef
@@ -56,7 +57,7 @@ func newFakeJobs() *fakeJobs {
 	return &fakeJobs{jobs: map[string]slurm.JobID{}, statuses: map[string]slurm.Status{}, logs: map[string]string{}, nextID: 100}
 }
 
-func (f *fakeJobs) Submit(ctx context.Context, job *slurm.Job) (slurm.JobID, error) {
+func (f *fakeJobs) Submit(ctx context.Context, job *jobscript.Job) (slurm.JobID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.hang[job.UID] {
@@ -163,7 +164,7 @@ func (f *fakeJobs) FailureMessage(_ context.Context, ref slurm.JobRef) (string, 
 }
 
 func (f *fakeJobs) Ref(namespace, uid string, id slurm.JobID) slurm.JobRef {
-	return slurm.JobRef{UID: uid, JobID: id, Dir: slurm.JobDir("/data", namespace, uid)}
+	return slurm.JobRef{UID: uid, JobID: id, Dir: jobscript.JobDir("/data", namespace, uid)}
 }
 
 func (f *fakeJobs) setState(uid string, st slurm.Status) {
@@ -205,7 +206,7 @@ func newHarness(t *testing.T, edit func(*Config), objects ...*corev1.Pod) *harne
 		h.addPod(pod)
 	}
 	cfg := Config{
-		NodeName: "hpc", Jobs: h.jobs, Runtime: slurm.RuntimeCharliecloud,
+		NodeName: "hpc", Jobs: h.jobs, Runtime: jobscript.RuntimeCharliecloud,
 		Client: h.client, Pods: corev1listers.NewPodLister(h.indexer), Recorder: h.recorder,
 		InternalIP: "10.0.0.9", PollInterval: 5 * time.Millisecond, Backoff: time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),

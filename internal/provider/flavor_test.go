@@ -5,19 +5,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/sluice-hpc/sluice/internal/slurm"
 )
 
 // A pod asking for GPUs that no flavor of the site has runs with the default
 // flavor and a Warning Event NoGPUFlavor; one naming a flavor the site lacks
 // gets FlavorNotFound; the job carries the flavor chosen.
 func TestFlavorWarnings(t *testing.T) {
-	site := slurm.SiteOptions{
+	site := jobscript.SiteOptions{
 		DefaultFlavor: "cpu",
-		Flavors: map[string]slurm.Flavor{
+		Flavors: map[string]jobscript.Flavor{
 			"cpu": {Name: "cpu", CPUs: 2, Flags: []string{"--partition=cpu"}},
 			"gpu": {Name: "gpu", CPUs: 8, Flags: []string{"--gres=gpu:1"}, GPUs: 1},
 		},
@@ -25,7 +24,7 @@ func TestFlavorWarnings(t *testing.T) {
 	gpus := testPod("gpus")
 	gpus.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}
 	named := testPod("named")
-	named.Annotations = map[string]string{slurm.AnnotationFlavor: "huge"}
+	named.Annotations = map[string]string{jobscript.AnnotationFlavor: "huge"}
 	h := newHarness(t, func(c *Config) { c.Site = site }, gpus, named)
 	ctx := context.Background()
 	for _, pod := range []*corev1.Pod{gpus, named} {
@@ -33,8 +32,8 @@ func TestFlavorWarnings(t *testing.T) {
 			t.Fatalf("CreatePod: %v", err)
 		}
 	}
-	h.waitEvent("Warning " + slurm.ReasonNoGPUFlavor + " the pod asks for 4 GPUs and no flavor of the site asks for 4; the job gets the default flavor cpu")
-	h.waitEvent("Warning " + slurm.ReasonFlavorNotFound + ` slurm-job.vk.io/flavor "huge": the site has no such flavor (it has cpu, gpu)`)
+	h.waitEvent("Warning " + jobscript.ReasonNoGPUFlavor + " the pod asks for 4 GPUs and no flavor of the site asks for 4; the job gets the default flavor cpu")
+	h.waitEvent("Warning " + jobscript.ReasonFlavorNotFound + ` slurm-job.vk.io/flavor "huge": the site has no such flavor (it has cpu, gpu)`)
 	h.jobs.mu.Lock()
 	defer h.jobs.mu.Unlock()
 	if j := h.jobs.lastJob; j == nil || j.Flavor != "cpu" || strings.Join(j.FlavorFlags, " ") != "--partition=cpu" {

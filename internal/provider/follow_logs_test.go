@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -108,7 +109,7 @@ func newFollowRig(t *testing.T, edit func(*Config)) *followRig {
 		Spec:       corev1.PodSpec{NodeName: "hpc", Containers: []corev1.Container{{Name: "main", Image: "/images/busybox"}}},
 	}
 	cfg := Config{
-		NodeName: "hpc", Jobs: jobs, Runtime: slurm.RuntimeCharliecloud,
+		NodeName: "hpc", Jobs: jobs, Runtime: jobscript.RuntimeCharliecloud,
 		Client: fake.NewClientset(), Pods: corev1listers.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		Recorder: record.NewFakeRecorder(100), Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
@@ -123,7 +124,7 @@ func newFollowRig(t *testing.T, edit func(*Config)) *followRig {
 	if err := os.Mkdir(ref.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := &followRig{t: t, p: p, site: cs, log: filepath.Join(ref.Dir, slurm.LogFile("main"))}
+	r := &followRig{t: t, p: p, site: cs, log: filepath.Join(ref.Dir, jobscript.LogFile("main"))}
 	r.write("2026-01-02T03:04:01Z first\n")
 	r.st = &podState{pod: pod, ref: ref, submitted: true,
 		last: slurm.Status{JobID: "101", State: slurm.StateRunning, Containers: map[string]slurm.ContainerStatus{"main": {Started: true}}}}

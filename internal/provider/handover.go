@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -50,7 +50,7 @@ func (p *Provider) handOver(ctx context.Context, st *podState, succ *successor) 
 			return
 		}
 	}
-	old.Grace = time.Duration(slurm.PreStopGrace(pod))*time.Second + preStopSlack
+	old.Grace = time.Duration(jobscript.PreStopGrace(pod))*time.Second + preStopSlack
 	if !late {
 		p.event(pod, corev1.EventTypeNormal, EventPreStop, "sending SIGTERM to Slurm job %s, handed over; cancelled after the grace period %s", old.JobID, old.Grace-preStopSlack)
 	}

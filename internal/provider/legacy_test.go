@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 const legacyFlags = annotations.LegacyJobPrefix + "flags"
@@ -23,7 +23,7 @@ func TestLegacyFlagsRunAndFreeze(t *testing.T) {
 	h := start(t, pod, &fakeShadows{}, func(*Config) {})
 	h.waitEvent("submitted as Slurm job 101")
 	h.waitEvent("Warning " + annotations.EventLegacyPrefix + " " + legacyFlags + " is read as " + annotations.Flags)
-	h.waitEvent("Warning " + slurm.ReasonFlagDropped + " " + legacyFlags + `: "--job-name=tutorial" dropped: sluice names the job after the pod UID, ` + string(pod.UID))
+	h.waitEvent("Warning " + jobscript.ReasonFlagDropped + " " + legacyFlags + `: "--job-name=tutorial" dropped: sluice names the job after the pod UID, ` + string(pod.UID))
 	h.jobs.mu.Lock()
 	flags, kept := h.jobs.lastJob.Flags, h.jobs.submitted[string(pod.UID)]
 	h.jobs.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -28,7 +29,7 @@ import (
 
 // Jobs is the Slurm side of the provider; *slurm.Client implements it.
 type Jobs interface {
-	Submit(ctx context.Context, job *slurm.Job) (slurm.JobID, error)
+	Submit(ctx context.Context, job *jobscript.Job) (slurm.JobID, error)
 	// Submitted gives back the annotations a submitted job was made with
 	// (Job.Annotations), nil when none were kept.
 	Submitted(ctx context.Context, ref slurm.JobRef) (map[string]string, error)
@@ -51,10 +52,10 @@ type Config struct {
 	NodeName string
 	Jobs     Jobs
 	// Runtime is the site's container runtime (it decides which pods can run).
-	Runtime slurm.Runtime
+	Runtime jobscript.Runtime
 	// Site holds the site's flavors and the rest of interLink's plugin keys
 	// that shape a pod's job; the zero value has none.
-	Site slurm.SiteOptions
+	Site jobscript.SiteOptions
 	// Client reads ConfigMaps and Secrets, requests service account tokens,
 	// lists the node's pods at start-up and sets the job finalizer.
 	Client kubernetes.Interface

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,11 +139,11 @@ func TestRefused(t *testing.T) {
 			p.Spec.RestartPolicy = corev1.RestartPolicyAlways
 		}, nil, string(annotations.ReasonRenewal), "metadata.annotations[" + annotations.RenewBefore + "]", "not less than the job's time limit"},
 		{"renewal of a pod that is not restarted", func(p *corev1.Pod) {
-			annotate(annotations.RenewBefore, "30s", slurm.AnnotationFlags, "-t 10")(p)
+			annotate(annotations.RenewBefore, "30s", jobscript.AnnotationFlags, "-t 10")(p)
 			p.Spec.RestartPolicy = corev1.RestartPolicyNever
 		}, nil, string(annotations.ReasonRenewal), "metadata.annotations[" + annotations.RenewBefore + "]", "restartPolicy Never"},
-		{"bad flags annotation", annotate(slurm.AnnotationFlags, "--wrap=x"), nil,
-			ReasonRefused, "metadata.annotations[" + slurm.AnnotationFlags + "]", ""},
+		{"bad flags annotation", annotate(jobscript.AnnotationFlags, "--wrap=x"), nil,
+			ReasonRefused, "metadata.annotations[" + jobscript.AnnotationFlags + "]", ""},
 		{"host path volume", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 		}, nil, ReasonRefused, "spec.volumes[0]", ""},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -86,10 +87,10 @@ func (p *Provider) killEvents(pod *corev1.Pod, name string, reason slurm.KillRea
 // given to run them when its pod is deleted (the pod's grace period, and
 // a little for the script to end); zero for a job without hooks, or one
 // adopted after a restart, whose containers are not known.
-func preStopGrace(pod *corev1.Pod, containers []slurm.Container) time.Duration {
+func preStopGrace(pod *corev1.Pod, containers []jobscript.Container) time.Duration {
 	for _, c := range containers {
 		if c.PreStop != nil {
-			return time.Duration(slurm.PreStopGrace(pod))*time.Second + preStopSlack
+			return time.Duration(jobscript.PreStopGrace(pod))*time.Second + preStopSlack
 		}
 	}
 	return 0

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"k8s.io/client-go/tools/record"
 )
@@ -45,7 +46,7 @@ func TestReadinessEvents(t *testing.T) {
 
 func TestPreStopGrace(t *testing.T) {
 	pod := testPod("p")
-	hooked := []slurm.Container{{Name: "a"}, {Name: "b", PreStop: &slurm.Probe{Kind: slurm.ProbeExec}}}
+	hooked := []jobscript.Container{{Name: "a"}, {Name: "b", PreStop: &jobscript.Probe{Kind: jobscript.ProbeExec}}}
 	if g := preStopGrace(pod, hooked[:1]); g != 0 {
 		t.Errorf("without hooks: got %v; want 0", g)
 	}

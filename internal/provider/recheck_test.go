@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -352,7 +353,7 @@ func TestApplyMetaTellsEachChangeOnce(t *testing.T) {
 }
 
 // reversePorts are the relay's ports of rev, none when rev is nil.
-func reversePorts(rev *slurm.ReverseJob) []uint16 {
+func reversePorts(rev *jobscript.ReverseJob) []uint16 {
 	if rev == nil {
 		return nil
 	}

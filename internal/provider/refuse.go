@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -59,7 +59,7 @@ func ruleOf(r *annotations.Refusal) string {
 }
 
 // podRefusal is the refusal of a pod FromPod could not turn into a job.
-func podRefusal(perr *slurm.PodError) *refusal {
+func podRefusal(perr *jobscript.PodError) *refusal {
 	return &refusal{reason: ReasonRefused, field: perr.Field, rule: perr.Reason}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
@@ -65,7 +66,7 @@ type successor struct {
 	ref            slurm.JobRef // JobID "" while it is being submitted
 	socketDir      string
 	forwardEntry   string
-	containers     []slurm.Container
+	containers     []jobscript.Container
 	runtimeOptions []string
 	last           slurm.Status
 	handing        bool // the handover runs
@@ -222,12 +223,12 @@ func (p *Provider) submitSuccessor(ctx context.Context, st *podState) {
 // successorJob is the pod's job as its renewal gen: the same script and
 // resources, under the renewal's name. The pod's own UID stays what the
 // containers see (the downward API).
-func (p *Provider) successorJob(ctx context.Context, pod *corev1.Pod, gen int) (*slurm.Job, error) {
+func (p *Provider) successorJob(ctx context.Context, pod *corev1.Pod, gen int) (*jobscript.Job, error) {
 	jobPod := pod
 	if p.cfg.Shadows != nil && shadow.Wanted(pod) {
 		jobPod = shadow.Offloaded(pod)
 	}
-	job, err := slurm.FromPod(ctx, jobPod, sources{client: p.cfg.Client, pod: pod}, slurm.PodOptions{Runtime: p.cfg.Runtime, Site: p.cfg.Site})
+	job, err := jobscript.FromPod(ctx, jobPod, sources{client: p.cfg.Client, pod: pod}, jobscript.PodOptions{Runtime: p.cfg.Runtime, Site: p.cfg.Site})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,7 @@ type RunningJob struct {
 	Pod *corev1.Pod
 	// Containers are the job's init containers and containers as they
 	// were submitted.
-	Containers []slurm.Container
+	Containers []jobscript.Container
 	// RuntimeOptions are the pod's runtime options and mounts, as the
 	// job's command lines have them after the site's.
 	RuntimeOptions []string
@@ -30,13 +31,13 @@ type RunningJob struct {
 }
 
 // Container returns the job's container name, or false.
-func (j RunningJob) Container(name string) (slurm.Container, bool) {
+func (j RunningJob) Container(name string) (jobscript.Container, bool) {
 	for _, c := range j.Containers {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return slurm.Container{}, false
+	return jobscript.Container{}, false
 }
 
 // ErrNotRunning is wrapped by RunningJob's error for a pod whose job does

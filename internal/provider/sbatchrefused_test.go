@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -50,7 +51,7 @@ func TestSbatchRefusalFailsThePod(t *testing.T) {
 func TestSubmitPodErrorFailsThePod(t *testing.T) {
 	pod := testPod("never-renders")
 	h := newHarness(t, nil, pod)
-	h.jobs.submitErrs = []error{&slurm.PodError{Field: "spec", Reason: "render job script: boom"}, errSite}
+	h.jobs.submitErrs = []error{&jobscript.PodError{Field: "spec", Reason: "render job script: boom"}, errSite}
 	if err := h.p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatalf("CreatePod: %v", err)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/shadow"
-	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +59,7 @@ func (p *Provider) prepareShadow(ctx context.Context, st *podState, pod *corev1.
 		return pod, nil, nil
 	}
 	ref, err := p.cfg.Shadows.Ensure(ctx, pod)
-	var perr *slurm.PodError
+	var perr *jobscript.PodError
 	var aref *annotations.Refusal
 	switch {
 	case errors.As(err, &perr):
@@ -170,14 +170,14 @@ func (p *Provider) setPodIP(st *podState, ip string) {
 
 // reverseJob is the job side of the pod's reverse tunnel (its forwards
 // and its SOCKS proxy), or nil.
-func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.ReverseJob, error) {
+func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*jobscript.ReverseJob, error) {
 	r, err := annotations.Parse(pod.Annotations, pod.Namespace)
 	if err != nil || r == nil {
 		return nil, err
 	}
 	if len(r.Forwards) == 0 {
 		// A SOCKS proxy alone needs the socket directory, not the relay.
-		return slurm.NewReverseJob(r, p.cfg.SocketDirRoot, ""), nil
+		return jobscript.NewReverseJob(r, p.cfg.SocketDirRoot, ""), nil
 	}
 	if p.cfg.Relay == nil {
 		return nil, errors.New("no relay binary to place on the site")
@@ -186,7 +186,7 @@ func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*slurm.Reve
 	if err != nil {
 		return nil, &waitError{reason: reasonRelayNotPlaced, err: fmt.Errorf("place the relay: %w", err)}
 	}
-	return slurm.NewReverseJob(r, p.cfg.SocketDirRoot, path), nil
+	return jobscript.NewReverseJob(r, p.cfg.SocketDirRoot, path), nil
 }
 
 // followNode tells the shadow the node the job runs on (and the job's id,

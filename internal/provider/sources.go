@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
-// sources gives slurm.FromPod what one pod refers to, read from the API
+// sources gives jobscript.FromPod what one pod refers to, read from the API
 // server: ConfigMaps, Secrets, and service account tokens bound to the pod
 // through the TokenRequest API, as the kubelet requests them.
 type sources struct {
@@ -19,7 +19,7 @@ type sources struct {
 	pod    *corev1.Pod
 }
 
-var _ slurm.Sources = sources{}
+var _ jobscript.Sources = sources{}
 
 func (s sources) ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
 	return s.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -26,7 +27,7 @@ type podState struct {
 	ref slurm.JobRef
 	// containers are the job's init containers and containers as submitted,
 	// for exec into them.
-	containers []slurm.Container
+	containers []jobscript.Container
 	// runtimeOptions are the job's own apptainer options, for exec.
 	runtimeOptions []string
 	// submitted: the job exists in Slurm (ref.JobID is set).

@@ -36,7 +36,7 @@ type Objects struct {
 
 // Build makes the objects of pod's shadow. It returns nil and no error for
 // a pod that gets no shadow (Wanted is false). Errors caused by the pod are
-// *slurm.PodError, or *annotations.Refusal for a malformed reverse tunnel
+// *jobscript.PodError, or *annotations.Refusal for a malformed reverse tunnel
 // annotation: the provider refuses such a pod. Other errors are in s.
 func (s Spec) Build(pod *corev1.Pod) (*Objects, error) {
 	if err := s.Validate(); err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -312,7 +312,7 @@ func TestBuildRefused(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Build made %+v; want an error", objs)
 			}
-			var perr *slurm.PodError
+			var perr *jobscript.PodError
 			if tt.field == "" {
 				var ref *annotations.Refusal
 				if !errors.As(err, &ref) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -152,7 +152,7 @@ func TestBuildKeptOtherNamespace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := testSpec().Build(testPod("science", "p", tt.opts...))
-			var perr *slurm.PodError
+			var perr *jobscript.PodError
 			if !errors.As(err, &perr) || perr.Field != tt.field {
 				t.Fatalf("Build: %v; want a PodError on %s", err, tt.field)
 			}

@@ -68,7 +68,7 @@ var ErrNotOurs = errors.New("exists and is not sluice's to change")
 // Service, so that deleting it removes them too. In a shadow namespace it may create, it first checks
 // that the namespace's Pod Security level admits the shadow pod
 // (checkPodSecurity). It returns nil and no error for a pod that gets no
-// shadow (Wanted). Errors about the pod wrap *slurm.PodError or
+// shadow (Wanted). Errors about the pod wrap *jobscript.PodError or
 // *annotations.Refusal; retrying them does not help.
 func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) (*Ref, error) {
 	o, err := m.Spec.Build(pod)

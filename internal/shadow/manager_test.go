@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -257,7 +257,7 @@ func TestEnsureNothingWanted(t *testing.T) {
 func TestEnsurePodError(t *testing.T) {
 	m, _ := newManager(t, newFake(), testSpec())
 	_, err := m.Ensure(context.Background(), testPod(strings.Repeat("n", 60), "p", withPorts("80")))
-	var perr *slurm.PodError
+	var perr *jobscript.PodError
 	if !errors.As(err, &perr) {
 		t.Errorf("Ensure = %v; want a *PodError", err)
 	}

@@ -35,7 +35,7 @@ func violations(lv psapi.LevelVersion, tpl *corev1.PodTemplateSpec) ([]string, e
 // checkPodSecurity tells whether the PodSecurity admission would admit the
 // shadow pod of tpl, pod's shadow, into ns, by the level ns enforces (its
 // labels; a namespace without them is not checked). A shadow it would
-// refuse is a *slurm.PodError naming the checks broken: the ReplicaSet
+// refuse is a *jobscript.PodError naming the checks broken: the ReplicaSet
 // would fail to create the shadow pod, and the offloaded pod would wait for
 // it with nothing telling why. sluice's own containers pass the restricted
 // level; kept containers run as the user gave them (podSecurity), so the

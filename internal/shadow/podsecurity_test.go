@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,7 +66,7 @@ func TestEnsurePodSecurity(t *testing.T) {
 				}
 				return
 			}
-			var perr *slurm.PodError
+			var perr *jobscript.PodError
 			if !errors.As(err, &perr) || perr.Field != "metadata.annotations[interlink.eu/disable-offload-containers]" {
 				t.Fatalf("Ensure = %v; want a PodError about the kept containers", err)
 			}

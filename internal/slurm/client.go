@@ -1,3 +1,8 @@
+// Package slurm is the Slurm client of a site: it submits jobs (rendered by
+// internal/jobscript), polls, cancels and reads the logs and usage of jobs,
+// reads what the nodes offer, and learns the site's sbatch, running
+// sbatch, squeue, sacct, scancel, sstat and sinfo through a site.Runner and
+// parsing what they print.
 package slurm
 
 import (
@@ -11,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -25,10 +31,10 @@ type Client struct {
 	// ._/@+=- only (it reaches #SBATCH lines and find patterns).
 	DataRoot string
 	// Runtime runs the containers of every job.
-	Runtime Runtime
+	Runtime jobscript.Runtime
 	// SiteOptions are interLink's plugin keys that shape every job's
 	// script (NewSiteOptions). The zero value has none.
-	SiteOptions SiteOptions
+	SiteOptions jobscript.SiteOptions
 	// Logger receives what the client notices but does not return, such as
 	// malformed lines of Slurm output. If nil, slog.Default() is used.
 	Logger *slog.Logger
@@ -70,7 +76,7 @@ type JobRef struct {
 
 // Ref is the reference of the job of a pod.
 func (c *Client) Ref(namespace, uid string, id JobID) JobRef {
-	return JobRef{UID: uid, JobID: id, Dir: JobDir(c.DataRoot, namespace, uid)}
+	return JobRef{UID: uid, JobID: id, Dir: jobscript.JobDir(c.DataRoot, namespace, uid)}
 }
 
 // Defaults.
@@ -106,7 +112,7 @@ func (c *Client) check() error {
 	if c.Site == nil {
 		return errors.New("slurm: client has no site")
 	}
-	if err := checkJobDir(c.DataRoot); err != nil {
+	if err := jobscript.CheckJobDir(c.DataRoot); err != nil {
 		return fmt.Errorf("slurm: data root: %w", err)
 	}
 	return nil
@@ -118,7 +124,7 @@ func (c *Client) checkRef(ref JobRef) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := validUID(ref.UID); err != nil {
+	if err := jobscript.CheckUID(ref.UID); err != nil {
 		return err
 	}
 	if ref.JobID != "" {
@@ -131,7 +137,7 @@ func (c *Client) checkRef(ref JobRef) error {
 	if path.Clean(ref.Dir) != ref.Dir || path.Clean(dir) != c.DataRoot || !ok {
 		return fmt.Errorf("slurm: job directory %q is not <data root>/<namespace>-%s", ref.Dir, ref.UID)
 	}
-	return checkNamespace(ns)
+	return jobscript.CheckNamespace(ns)
 }
 
 // malformed logs the malformed lines of a command's output, unless they

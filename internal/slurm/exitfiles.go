@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -264,4 +265,4 @@ func (d *dirFiles) containers() map[string]ContainerStatus {
 }
 
 // isLabel reports whether a file stem may be a container name (or "job").
-func isLabel(s string) bool { return len(s) <= 63 && dnsLabel.MatchString(s) }
+func isLabel(s string) bool { return jobscript.CheckDNSLabel("container", s) == nil }

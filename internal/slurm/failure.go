@@ -10,6 +10,9 @@ import (
 	"path"
 	"strings"
 	"unicode"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
+	"github.com/sluice-hpc/sluice/internal/sitepath"
 )
 
 // maxFailureMessage bounds the message FailureMessage returns.
@@ -30,15 +33,15 @@ func (c *Client) FailureMessage(ctx context.Context, ref JobRef) (string, error)
 	if err := c.check(); err != nil {
 		return "", err
 	}
-	if !safePath.MatchString(ref.Dir) {
+	if !sitepath.Chars.MatchString(ref.Dir) {
 		return "", fmt.Errorf("failure message: job directory %q is not a safe path", ref.Dir)
 	}
-	data, err := c.readTail(ctx, path.Join(ref.Dir, jobOut), failureWindow)
+	data, err := c.readTail(ctx, path.Join(ref.Dir, jobscript.JobOutFile), failureWindow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read %s of job %s: %w", jobOut, ref.JobID, err)
+		return "", fmt.Errorf("read %s of job %s: %w", jobscript.JobOutFile, ref.JobID, err)
 	}
 	return lastSluiceLine(data), nil
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -357,7 +358,7 @@ func newTestClient(t testing.TB) (*Client, *fakeSite, *testLog) {
 	c := &Client{
 		Site:         f,
 		DataRoot:     testRoot,
-		Runtime:      RuntimeNone,
+		Runtime:      jobscript.RuntimeNone,
 		Logger:       slog.New(log),
 		PollInterval: time.Millisecond,
 	}

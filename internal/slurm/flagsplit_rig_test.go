@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
@@ -20,7 +21,7 @@ import (
 // plugin gives it.
 func TestRigSbatchTakesSplitFlags(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		for _, tc := range splitFlagCases(e) {
 			t.Run(tc.name, func(t *testing.T) {
 				split, raw := e.splitFlagScripts(t, tc.annotation)
@@ -40,7 +41,7 @@ func TestRigSbatchTakesSplitFlags(t *testing.T) {
 // submitted held, read back with scontrol and cancelled.
 func TestRigSplitFlagsMakeInterLinksJob(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		keys := []string{"Partition", "TimeLimit", "TimeMin", "Nice", "Requeue", "ReqNodeList", "ExcNodeList",
 			"NumNodes", "NumCPUs", "NumTasks", "CPUs/Task", "TRES", "NtasksPerN:B:S:C", "MinMemoryNode", "Features",
 			"OverSubscribe", "Contiguous", "MailUser", "MailType", "Dependency"}
@@ -88,7 +89,7 @@ func (e *rigEnv) splitFlagScripts(t *testing.T, annotation string) (split, raw [
 	}
 	job := e.shJob(t, nil, [][2]string{{"main", "true"}})
 	job.Flags = flags
-	split, err = Script(job, ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime})
+	split, err = jobscript.Script(job, jobscript.ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime})
 	if err != nil {
 		t.Fatalf("Script: %v", err)
 	}

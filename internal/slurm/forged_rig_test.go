@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // TestRigJobNameCannotForgeAnotherJob names a job of the same account, on
@@ -14,7 +16,7 @@ import (
 // from squeue and from sacct, and never as COMPLETED.
 func TestRigJobNameCannotForgeAnotherJob(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		victim := e.submit(t, e.shJob(t, nil, [][2]string{{"main", "sleep 8; exit 3"}}))
 		e.wait(t, victim, "running", func(st Status) bool { return st.State == StateRunning })
 

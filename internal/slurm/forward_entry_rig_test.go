@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/relay"
 )
 
@@ -27,7 +28,7 @@ import (
 // bob's listeners receive nothing.
 func TestRigForwardEntry(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		relayPath := placeRigRelay(t, e)
 		alice := nodeClient(t, e)
 		bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
@@ -46,7 +47,7 @@ exec socat TCP-LISTEN:%d,bind="$SLUICE_POD_IP",fork,reuseaddr SYSTEM:'echo job; 
 		e.wait(t, ref, "running", func(st Status) bool { return st.State == StateRunning || st.State.Final() })
 		addr := relayAddrOf(t, job).String()
 		waitOnNode(t, alice, "the job's listener", fmt.Sprintf("socat -T 2 -u TCP:%s:%d - | grep -q job", addr, shared.port))
-		waitOnNode(t, alice, "the port file", "test -s "+path.Join(ref.Dir, PortFile))
+		waitOnNode(t, alice, "the port file", "test -s "+path.Join(ref.Dir, jobscript.PortFile))
 
 		entry := path.Join(dir, relay.ForwardSocket)
 		for _, port := range []uint16{shared.port, mapped} {
@@ -68,7 +69,7 @@ exec socat TCP-LISTEN:%d,bind="$SLUICE_POD_IP",fork,reuseaddr SYSTEM:'echo job; 
 			}
 		}
 		if t.Failed() {
-			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
 			t.Logf("job.out:\n%s", b)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // The seed corpora are in testdata/fuzz/<FuzzName>/. Each target checks
@@ -248,9 +250,9 @@ func FuzzLogCopy(f *testing.F) {
 func stripStamps(data []byte) []byte {
 	var out []byte
 	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		n := len(LogTimeLayout)
+		n := len(jobscript.LogTimeLayout)
 		if len(line) >= n {
-			if _, err := time.Parse(LogTimeLayout, string(line[:n])); err == nil {
+			if _, err := time.Parse(jobscript.LogTimeLayout, string(line[:n])); err == nil {
 				switch {
 				case len(line) > n && line[n] == ' ':
 					line = line[n+1:]

@@ -7,7 +7,10 @@ import (
 	"path"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
+	"github.com/sluice-hpc/sluice/internal/jobscript/scripttest"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -15,12 +18,12 @@ import (
 // container runs sh -c cmd and asks for one nvidia.com/gpu.
 func (e *rigEnv) gpuPod(t *testing.T, name, cmd string) *corev1.Pod {
 	t.Helper()
-	pod := simplePod(e.rig.Get(t, "RIG_IMAGE"))
+	pod := scripttest.SimplePod(e.rig.Get(t, "RIG_IMAGE"))
 	pod.Name, pod.Namespace, pod.UID = name, "rig", types.UID(newUID(t))
 	c := &pod.Spec.Containers[0]
 	c.Command = []string{"sh", "-c", cmd}
 	c.Args = nil
-	c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": qty("1")}
+	c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	return pod
 }
 
@@ -30,7 +33,7 @@ func (e *rigEnv) gpuPod(t *testing.T, name, cmd string) *corev1.Pod {
 // held.
 func (e *rigEnv) runGPUJob(t *testing.T, pod *corev1.Pod) (logs string, held map[string]string) {
 	t.Helper()
-	job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: e.c.Runtime, Site: e.c.SiteOptions})
+	job, err := jobscript.FromPod(context.Background(), pod, scripttest.NewSources(pod.Namespace), jobscript.PodOptions{Runtime: e.c.Runtime, Site: e.c.SiteOptions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +45,7 @@ func (e *rigEnv) runGPUJob(t *testing.T, pod *corev1.Pod) (logs string, held map
 		t.Fatalf("state %s; want COMPLETED: %+v", st.State, st)
 	}
 	logs = e.logs(t, ref, pod.Spec.Containers[0].Name, LogOptions{Tail: -1})
-	script, err := Script(job, ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime, Site: e.c.SiteOptions})
+	script, err := jobscript.Script(job, jobscript.ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime, Site: e.c.SiteOptions})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ package slurm
 import (
 	"strings"
 	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // A pod asking for nvidia.com/gpu: 1 gets the site's GPU flavor, as in
@@ -13,10 +15,10 @@ import (
 // it back, and the job runs with the GPU Slurm gave it.
 func TestRigGPUFlavorJob(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
-		e.c.SiteOptions = SiteOptions{
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
+		e.c.SiteOptions = jobscript.SiteOptions{
 			DefaultFlavor: "cpu",
-			Flavors: map[string]Flavor{
+			Flavors: map[string]jobscript.Flavor{
 				"cpu": {Name: "cpu", CPUs: 1, Flags: []string{"--partition=debug"}},
 				"gpu": {Name: "gpu", CPUs: 2, Flags: []string{"--partition=debug", "--gres=gpu:1"}, GPUs: 1},
 			},

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // A pod written as interLink's documentation writes one, on a site
@@ -21,8 +22,8 @@ import (
 // job.
 func TestRigInterLinkPod(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
-		site, err := NewSiteOptions(config.Site{ContainerRuntime: "charliecloud", Plugin: config.Plugin{
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
+		site, err := jobscript.NewSiteOptions(config.Site{ContainerRuntime: "charliecloud", Plugin: config.Plugin{
 			DefaultFlavor: "cpu",
 			Flavors: map[string]config.Flavor{
 				"cpu": {Name: "cpu", CPUDefault: 1, MemoryDefault: "100M"},
@@ -36,8 +37,8 @@ func TestRigInterLinkPod(t *testing.T) {
 		pod := e.gpuPod(t, "interlink", `echo "rank $PMI_RANK of $PMI_SIZE gpus=$CUDA_VISIBLE_DEVICES"`)
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: "virtual-node.interlink/no-schedule", Operator: corev1.TolerationOpExists}}
 		pod.Annotations = map[string]string{
-			AnnotationFlags:    "-p debug --ntasks 2 -t 00:10:00",
-			AnnotationMPIFlags: "-prepend-rank",
+			jobscript.AnnotationFlags:    "-p debug --ntasks 2 -t 00:10:00",
+			jobscript.AnnotationMPIFlags: "-prepend-rank",
 		}
 		logs, held := e.runGPUJob(t, pod)
 		lines := strings.Split(strings.TrimSpace(logs), "\n")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -134,9 +135,9 @@ func wantNotRegular(t *testing.T, what string, got string, err error, kind strin
 
 func TestRigNamedPipesInTheJobDirectory(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		ref := e.jobDir(t)
-		e.mkfifo(t, path.Join(ref.Dir, "main.log"), path.Join(ref.Dir, jobOut))
+		e.mkfifo(t, path.Join(ref.Dir, "main.log"), path.Join(ref.Dir, jobscript.JobOutFile))
 
 		got, err := e.readLogs(t, ref, "main", LogOptions{Tail: -1})
 		wantNotRegular(t, "logs of a named pipe main.log", got, err, "named pipe")
@@ -160,9 +161,9 @@ func TestRigNamedPipesInTheJobDirectory(t *testing.T) {
 // read, and is replaced by the job's ID.
 func TestRigNamedPipeJobID(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		job := e.shJob(t, nil, [][2]string{{"main", "true"}})
-		dir := JobDir(e.c.DataRoot, job.Namespace, job.UID)
+		dir := jobscript.JobDir(e.c.DataRoot, job.Namespace, job.UID)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := e.c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
@@ -173,14 +174,14 @@ func TestRigNamedPipeJobID(t *testing.T) {
 			defer cancel()
 			e.c.Site.RemoveAll(ctx, dir) // Submit failed: nothing else removes it
 		})
-		e.mkfifo(t, path.Join(dir, jobIDFile))
+		e.mkfifo(t, path.Join(dir, jobscript.JobIDFile))
 		var ref JobRef
 		within(t, 20*time.Second, "submit", func(context.Context) error {
 			ref = e.submit(t, job)
 			return nil
 		})
 		e.stillServes(t, ref)
-		fi, err := e.c.Site.Stat(ctx, path.Join(dir, jobIDFile))
+		fi, err := e.c.Site.Stat(ctx, path.Join(dir, jobscript.JobIDFile))
 		if err != nil || !fi.Mode().IsRegular() {
 			t.Fatalf("job.id after Submit: %v, %v; want a regular file", fi, err)
 		}
@@ -192,7 +193,7 @@ func TestRigNamedPipeJobID(t *testing.T) {
 
 func TestRigLinksInTheJobDirectory(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		ref := e.jobDir(t)
 		peer := e.jobDir(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -206,7 +207,7 @@ func TestRigLinksInTheJobDirectory(t *testing.T) {
 		}
 		e.run(t, "ln", "-s", "/dev/zero", path.Join(ref.Dir, "main.log"))
 		e.run(t, "ln", "-s", secret, path.Join(ref.Dir, "side.log"))
-		e.run(t, "ln", "-s", secret, path.Join(ref.Dir, jobOut))
+		e.run(t, "ln", "-s", secret, path.Join(ref.Dir, jobscript.JobOutFile))
 
 		for _, c := range []string{"main", "side"} {
 			for _, opts := range []LogOptions{{Tail: -1}, {Tail: 5}} {
@@ -234,7 +235,7 @@ func (r *readCounter) ReadAt(ctx context.Context, p string, off int64, n int) ([
 
 func TestRigBigJobOutIsReadFromItsTail(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		ref := e.jobDir(t)
 		var out strings.Builder
 		out.WriteString("sluice: an old message\n")
@@ -244,7 +245,7 @@ func TestRigBigJobOutIsReadFromItsTail(t *testing.T) {
 		out.WriteString("sluice: reverse tunnel: port 6379 taken\n+ trace\n")
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobOut), []byte(out.String()), fileMode); err != nil {
+		if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobscript.JobOutFile), []byte(out.String()), fileMode); err != nil {
 			t.Fatal(err)
 		}
 		counter := &readCounter{Runner: e.c.Site}
@@ -261,12 +262,12 @@ func TestRigBigJobOutIsReadFromItsTail(t *testing.T) {
 
 func TestRigBigJobIDIsNotRead(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		ref := e.jobDir(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		big := "12345\n" + strings.Repeat("\n", 2<<20)
-		if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobIDFile), []byte(big), idMode); err != nil {
+		if err := e.c.Site.WriteFile(ctx, path.Join(ref.Dir, jobscript.JobIDFile), []byte(big), idMode); err != nil {
 			t.Fatal(err)
 		}
 		counter := &readCounter{Runner: e.c.Site}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // A running job's LimitEnd is its start plus its time limit, as the rig's
@@ -13,7 +15,7 @@ import (
 // the time left, it does not work it out from what it asked for.
 func TestRigLimitEndFollowsTheTimeLimit(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.shJob(t, nil, [][2]string{{"main", "sleep 300"}})
 		job.Resources.TimeLimit = 3 * time.Minute
 		ref := e.submit(t, job)

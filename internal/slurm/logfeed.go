@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // A followed log is read from the site once, by one feed per (job,
@@ -51,7 +53,7 @@ func (c *Client) follow(ctx context.Context, ref JobRef, container string, size,
 	if !ok {
 		// A new feed starts at the start of the last line, so that it
 		// sends whole lines only.
-		file := path.Join(ref.Dir, LogFile(container))
+		file := path.Join(ref.Dir, jobscript.LogFile(container))
 		from, err := c.tailStart(ctx, file, size, 1)
 		if err != nil {
 			return nil, fmt.Errorf("logs of container %s: %w", container, err)

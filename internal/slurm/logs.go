@@ -9,6 +9,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -54,16 +55,16 @@ func (c *Client) Logs(ctx context.Context, ref JobRef, container string, opts Lo
 	if err := c.checkRef(ref); err != nil {
 		return nil, err
 	}
-	if err := checkContainerName(container); err != nil {
+	if err := jobscript.CheckContainerName(container); err != nil {
 		return nil, err
 	}
-	file := path.Join(ref.Dir, LogFile(container))
+	file := path.Join(ref.Dir, jobscript.LogFile(container))
 	fi, err := c.Site.Stat(ctx, file)
 	if err == nil {
 		err = site.CheckRegular(fi)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("logs of container %s: %s: %w", container, LogFile(container), err)
+		return nil, fmt.Errorf("logs of container %s: %s: %w", container, jobscript.LogFile(container), err)
 	}
 	var start int64
 	if opts.Tail >= 0 {
@@ -239,11 +240,11 @@ func (l *logCopy) line(b []byte) error {
 
 // splitStamp splits a log line into its time and its text.
 func splitStamp(b []byte) (time.Time, []byte, bool) {
-	const n = len(LogTimeLayout)
+	const n = len(jobscript.LogTimeLayout)
 	if len(b) < n {
 		return time.Time{}, nil, false
 	}
-	t, err := time.Parse(LogTimeLayout, string(b[:n]))
+	t, err := time.Parse(jobscript.LogTimeLayout, string(b[:n]))
 	if err != nil {
 		return time.Time{}, nil, false
 	}

@@ -5,6 +5,8 @@ package slurm
 import (
 	"path"
 	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // A pod whose flags ask for memory per CPU, as interLink's tutorial pod
@@ -14,11 +16,11 @@ import (
 // the memory per CPU and the CPUs of the resources.
 func TestRigFlagsPerCPUReplaceTheMemoryLine(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.shJob(t, nil, [][2]string{{"main", "true"}})
 		job.Resources.CPUs, job.Resources.MemoryMiB = 2, 100
 		job.Flags = []string{"--partition=debug", "--mem-per-cpu=50M"}
-		script, err := Script(job, ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime})
+		script, err := jobscript.Script(job, jobscript.ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime})
 		if err != nil {
 			t.Fatalf("Script: %v", err)
 		}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
+	"github.com/sluice-hpc/sluice/internal/jobscript/scripttest"
 	"github.com/sluice-hpc/sluice/internal/relay"
 )
 
@@ -44,7 +46,7 @@ func bobRoot(t *testing.T, e *rigEnv, mode string) string {
 // relay's address. Then a root of alice's in a directory bob owns.
 func TestRigReverseHostileRootRefused(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		relayPath := placeRigRelay(t, e)
 		bobUID := e.uidOf(t, e.rig.Get(t, "RIG_OTHER_USER"))
 		aliceUID := e.rig.Get(t, "RIG_USER_UID")
@@ -103,7 +105,7 @@ func (e *rigEnv) uidOf(t *testing.T, name string) string {
 // upJob submits a job of alice's whose client sleeps for secs seconds, plays
 // the tunnel's side once the relay is ready, and returns the job, its
 // reference and its socket directory.
-func (e *rigEnv) upJob(t *testing.T, secs int) (*Job, JobRef, string) {
+func (e *rigEnv) upJob(t *testing.T, secs int) (*jobscript.Job, JobRef, string) {
 	t.Helper()
 	relayPath := placeRigRelay(t, e)
 	node := nodeClient(t, e)
@@ -127,7 +129,7 @@ func (e *rigEnv) upJob(t *testing.T, secs int) (*Job, JobRef, string) {
 // refused, not passed anywhere.
 func TestRigReverseHostileDirRenamed(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job, ref, dir := e.upJob(t, 20)
 		alice := nodeClient(t, e)
 		bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
@@ -168,7 +170,7 @@ func TestRigReverseHostileDirRenamed(t *testing.T) {
 		// The job has ended: its relay, with it, and the port is free.
 		waitOnNode(t, bob, "port free after the job", "timeout 1 socat -u TCP-LISTEN:6379,bind="+addr+",reuseaddr /dev/null; test $? = 124")
 		if t.Failed() {
-			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
 			t.Logf("job.out:\n%s", b)
 		}
 	})
@@ -179,10 +181,10 @@ func TestRigReverseHostileDirRenamed(t *testing.T) {
 // stop its containers and fail, saying why.
 func TestRigReverseHostileRelayKilled(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		_, ref, dir := e.upJob(t, 60)
-		waitOnNode(t, nodeClient(t, e), "client started", "grep -q started "+path.Join(ref.Dir, LogFile("client")))
-		pid := relayPID(t, dir)
+		waitOnNode(t, nodeClient(t, e), "client started", "grep -q started "+path.Join(ref.Dir, jobscript.LogFile("client")))
+		pid := scripttest.RelayPID(t, dir)
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -194,12 +196,12 @@ func TestRigReverseHostileRelayKilled(t *testing.T) {
 		if st.State != StateFailed {
 			t.Errorf("status %+v; want FAILED", st)
 		}
-		out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+		out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last := lastSluice(string(out)); !relayKilledLine(last) {
-			t.Errorf("last sluice line %q; want it to say the relay was killed (%q)\njob.out:\n%s", last, relayKilled[0], out)
+		if last := scripttest.LastSluice(string(out)); !scripttest.RelayKilledLine(last) {
+			t.Errorf("last sluice line %q; want it to say the relay was killed (%q)\njob.out:\n%s", last, scripttest.RelayKilled[0], out)
 		}
 		if got := e.logs(t, ref, "client", LogOptions{Tail: -1}); strings.Contains(got, "slept") {
 			t.Errorf("the client ran to its end without the relay: %q", got)
@@ -214,12 +216,12 @@ func TestRigReverseHostileRelayKilled(t *testing.T) {
 // it runs and reaches Redis through its relay all the same.
 func TestRigReverseHostilePredictedNames(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		relayPath := placeRigRelay(t, e)
 		alice := nodeClient(t, e)
 		bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
 		job := e.reverseJob(t, relayPath, "printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
-		guessDir, guessAddr := predictable(t, job.Reverse.SocketDirRoot, job.UID)
+		guessDir, guessAddr := scripttest.Predictable(job.Reverse.SocketDirRoot, job.UID)
 
 		if out, err := onNode(bob, "mkdir -m 755 "+guessDir); err != nil {
 			t.Fatalf("bob makes %s: %v: %s", guessDir, err, out)
@@ -256,7 +258,7 @@ func TestRigReverseHostilePredictedNames(t *testing.T) {
 			t.Errorf("client log %q; want Redis's PONG through the relay", got)
 		}
 		if t.Failed() {
-			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
 			t.Logf("job.out:\n%s", b)
 		}
 	})

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
+	"github.com/sluice-hpc/sluice/internal/jobscript/scripttest"
 	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
@@ -33,7 +35,7 @@ import (
 // placeRigRelay builds cmd/sluice-relay and places it on the rig's site.
 func placeRigRelay(t *testing.T, e *rigEnv) string {
 	t.Helper()
-	data, err := os.ReadFile(buildRelay(t))
+	data, err := os.ReadFile(scripttest.BuildRelay(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +50,8 @@ func placeRigRelay(t *testing.T, e *rigEnv) string {
 
 func TestRigReversePlaceRelay(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
-		data, err := os.ReadFile(buildRelay(t))
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
+		data, err := os.ReadFile(scripttest.BuildRelay(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,11 +194,11 @@ func forwardTo(t *testing.T, ln net.Listener, addr string) {
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 }
 
-func (e *rigEnv) reverseJob(t *testing.T, relayPath string, client string) *Job {
+func (e *rigEnv) reverseJob(t *testing.T, relayPath string, client string) *jobscript.Job {
 	t.Helper()
 	job := e.shJob(t, nil, [][2]string{{"client", client}})
 	// No Addr: Submit draws the pod's salt, which derives it.
-	job.Reverse = &ReverseJob{
+	job.Reverse = &jobscript.ReverseJob{
 		Ports: []uint16{6379}, Names: []string{"redis"},
 		SocketDirRoot: e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), RelayPath: relayPath, Timeout: time.Minute,
 	}
@@ -205,7 +207,7 @@ func (e *rigEnv) reverseJob(t *testing.T, relayPath string, client string) *Job 
 
 func TestRigReverseReachesRedisByName(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		relayPath := placeRigRelay(t, e)
 		node := nodeClient(t, e)
 		job := e.reverseJob(t, relayPath, "head -n 2 /etc/hosts; printf 'PING\\r\\nQUIT\\r\\n' | nc redis 6379")
@@ -238,7 +240,7 @@ func TestRigReverseReachesRedisByName(t *testing.T) {
 			t.Errorf("socket directory %s is still there after the job: %s", dir, out)
 		}
 		if t.Failed() {
-			out, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+			out, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
 			t.Logf("job.out:\n%s", out)
 		}
 	})
@@ -254,7 +256,7 @@ func (e *rigEnv) failedJobOut(t *testing.T, ref JobRef) string {
 	if _, ok := st.Containers["client"]; ok {
 		t.Errorf("container client ran: %+v", st.Containers["client"])
 	}
-	out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobOut), 0, 1<<20)
+	out, err := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +265,7 @@ func (e *rigEnv) failedJobOut(t *testing.T, ref JobRef) string {
 
 func TestRigReverseWithoutTunnelFails(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.reverseJob(t, placeRigRelay(t, e), "echo never")
 		job.Reverse.Timeout = 3 * time.Second
 		ref := e.submit(t, job)
@@ -278,7 +280,7 @@ func TestRigReverseWithoutTunnelFails(t *testing.T) {
 
 func TestRigReverseWithoutSocketDirRootFails(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.reverseJob(t, placeRigRelay(t, e), "echo never")
 		job.Reverse.SocketDirRoot = ""
 		ref := e.submit(t, job)

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/testrig"
@@ -79,7 +80,7 @@ type rigEnv struct {
 
 // newRigEnv connects to the login node of the site on as alice, and checks that
 // the site runs the Slurm it is named for.
-func newRigEnv(t *testing.T, on rigSite, runtime Runtime) *rigEnv {
+func newRigEnv(t *testing.T, on rigSite, runtime jobscript.Runtime) *rigEnv {
 	t.Helper()
 	rig := on.rig
 	signer, err := sshx.Signer(rig.Get(t, "RIG_KEY"))
@@ -130,24 +131,24 @@ func newUID(t *testing.T) string {
 }
 
 // shJob is a job whose containers run sh -c scripts, by name.
-func (e *rigEnv) shJob(t *testing.T, init, containers [][2]string) *Job {
+func (e *rigEnv) shJob(t *testing.T, init, containers [][2]string) *jobscript.Job {
 	t.Helper()
-	job := &Job{Namespace: "rig", Name: strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), UID: newUID(t)}
+	job := &jobscript.Job{Namespace: "rig", Name: strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), UID: newUID(t)}
 	image := ""
-	if e.c.Runtime != RuntimeNone {
+	if e.c.Runtime != jobscript.RuntimeNone {
 		image = e.rig.Get(t, "RIG_IMAGE")
 	}
 	for _, c := range init {
-		job.Init = append(job.Init, Container{Name: c[0], Image: image, Command: []string{"sh", "-c", c[1]}})
+		job.Init = append(job.Init, jobscript.Container{Name: c[0], Image: image, Command: []string{"sh", "-c", c[1]}})
 	}
 	for _, c := range containers {
-		job.Containers = append(job.Containers, Container{Name: c[0], Image: image, Command: []string{"sh", "-c", c[1]}})
+		job.Containers = append(job.Containers, jobscript.Container{Name: c[0], Image: image, Command: []string{"sh", "-c", c[1]}})
 	}
 	return job
 }
 
 // submit submits job and removes it when the test ends.
-func (e *rigEnv) submit(t *testing.T, job *Job) JobRef {
+func (e *rigEnv) submit(t *testing.T, job *jobscript.Job) JobRef {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

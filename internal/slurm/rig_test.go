@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // These tests run real jobs on the rig's Slurm, through one SSH connection
@@ -19,7 +21,7 @@ import (
 
 func TestRigJobRuns(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		for _, runtime := range []Runtime{RuntimeCharliecloud, RuntimeNone} {
+		for _, runtime := range []jobscript.Runtime{jobscript.RuntimeCharliecloud, jobscript.RuntimeNone} {
 			t.Run(string(runtime), func(t *testing.T) {
 				e := newRigEnv(t, on, runtime)
 				job := e.shJob(t,
@@ -59,7 +61,7 @@ func TestRigJobRuns(t *testing.T) {
 
 func TestRigContainerExitCodes(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.shJob(t, nil, [][2]string{{"good", "exit 0"}, {"bad", "echo failing; exit 3"}})
 		ref := e.submit(t, job)
 		st := e.wait(t, ref, "final", final)
@@ -78,7 +80,7 @@ func TestRigContainerExitCodes(t *testing.T) {
 
 func TestRigFailingInitStopsTheJob(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.shJob(t,
 			[][2]string{{"first", "echo first"}, {"broken", "echo broken; exit 7"}, {"never", "echo never"}},
 			[][2]string{{"alpha", "echo alpha"}, {"beta", "echo beta"}})
@@ -94,7 +96,7 @@ func TestRigFailingInitStopsTheJob(t *testing.T) {
 			if cs, ok := st.Containers[name]; ok {
 				t.Errorf("container %s = %+v; want it never started", name, cs)
 			}
-			for _, f := range []string{LogFile(name), ExitFile(name)} {
+			for _, f := range []string{jobscript.LogFile(name), jobscript.ExitFile(name)} {
 				if _, err := e.c.Site.Stat(context.Background(), path.Join(ref.Dir, f)); err == nil {
 					t.Errorf("%s exists; the container must not have started", f)
 				}
@@ -105,7 +107,7 @@ func TestRigFailingInitStopsTheJob(t *testing.T) {
 
 func TestRigCancelRunningJob(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		ref := e.submit(t, e.shJob(t, nil, [][2]string{{"sleeper", "echo started; sleep 300"}}))
 		e.wait(t, ref, "running", func(st Status) bool {
 			return st.State == StateRunning && st.Containers["sleeper"].Started
@@ -138,7 +140,7 @@ func TestRigCancelRunningJob(t *testing.T) {
 
 func TestRigFollowLogs(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		ref := e.submit(t, e.shJob(t, nil, [][2]string{
 			{"talker", "for i in 1 2 3 4 5; do echo line $i; sleep 1; done"},
 		}))
@@ -155,7 +157,7 @@ func TestRigFollowLogs(t *testing.T) {
 		if err != nil || first != "line 1\n" {
 			t.Fatalf("first line %q, %v; want line 1", first, err)
 		}
-		if _, err := e.c.Site.Stat(ctx, path.Join(ref.Dir, ExitFile("talker"))); err == nil {
+		if _, err := e.c.Site.Stat(ctx, path.Join(ref.Dir, jobscript.ExitFile("talker"))); err == nil {
 			t.Errorf("the container had already ended when its first line arrived")
 		}
 		go func() {
@@ -176,7 +178,7 @@ func TestRigFollowLogs(t *testing.T) {
 		if want := "line 2\nline 3\nline 4\nline 5\n"; string(rest) != want {
 			t.Errorf("followed %q; want %q", rest, want)
 		}
-		if _, err := e.c.Site.Stat(ctx, path.Join(ref.Dir, ExitFile("talker"))); err != nil {
+		if _, err := e.c.Site.Stat(ctx, path.Join(ref.Dir, jobscript.ExitFile("talker"))); err != nil {
 			t.Errorf("Follow returned before the container ended: %v", err)
 		}
 	})
@@ -184,7 +186,7 @@ func TestRigFollowLogs(t *testing.T) {
 
 func TestRigStatusOfTwentyJobsIsOneSqueue(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		var refs []JobRef
 		for i := range 20 {
 			refs = append(refs, e.submit(t, e.shJob(t, nil, [][2]string{{"main", fmt.Sprintf("echo %d; sleep 2", i)}})))
@@ -208,7 +210,7 @@ func TestRigStatusOfTwentyJobsIsOneSqueue(t *testing.T) {
 
 func TestRigSubmitIsIdempotent(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		job := e.shJob(t, nil, [][2]string{{"main", "sleep 5"}})
 		job.Annotations = map[string]string{"interlink.eu/reverse-forwards": "redis:6379"}
 		ref := e.submit(t, job)
@@ -221,7 +223,7 @@ func TestRigSubmitIsIdempotent(t *testing.T) {
 		if err != nil || again != ref.JobID {
 			t.Fatalf("second Submit = %s, %v; want %s", again, err, ref.JobID)
 		}
-		if err := e.c.Site.RemoveAll(ctx, path.Join(ref.Dir, jobIDFile)); err != nil {
+		if err := e.c.Site.RemoveAll(ctx, path.Join(ref.Dir, jobscript.JobIDFile)); err != nil {
 			t.Fatal(err)
 		}
 		e.site.reset()
@@ -250,7 +252,7 @@ func TestRigSubmitIsIdempotent(t *testing.T) {
 
 func TestRigSacctAnswersForJobsSqueueForgot(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.shJob(t, nil, [][2]string{{"main", "echo done; exit 0"}})
 		ref := e.submit(t, job)
 		e.wait(t, ref, "final", final)
@@ -265,7 +267,7 @@ func TestRigSacctAnswersForJobsSqueueForgot(t *testing.T) {
 
 		// Adoption goes to sacct too, once squeue has forgotten the job.
 		ctx := context.Background()
-		if err := e.c.Site.RemoveAll(ctx, path.Join(ref.Dir, jobIDFile)); err != nil {
+		if err := e.c.Site.RemoveAll(ctx, path.Join(ref.Dir, jobscript.JobIDFile)); err != nil {
 			t.Fatal(err)
 		}
 		e.site.reset()

@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
@@ -20,12 +22,12 @@ import (
 // that got past would fail its pod rather than be submitted again).
 func TestRigSbatchRefusesWhatSluiceRefuses(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.shJob(t, nil, [][2]string{{"main", "echo ARGUMENT"}})
 		job.PreExec = "echo PREEXEC"
 		job.Flags = []string{"--partition=debug"} // the rig's partition
 		dir := path.Join(e.c.DataRoot, "rig", job.UID)
-		script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: e.c.Runtime})
+		script, err := jobscript.Script(job, jobscript.ScriptOptions{JobDir: dir, Runtime: e.c.Runtime})
 		if err != nil {
 			t.Fatalf("Script: %v", err)
 		}
@@ -36,9 +38,9 @@ func TestRigSbatchRefusesWhatSluiceRefuses(t *testing.T) {
 			refused  error  // what sluice says
 			sbatch   string // what sbatch says
 		}{
-			{"CR LF in an argument", "echo ARGUMENT", "echo a\r\nb", checkScriptText("a\r\nb"), "DOS line breaks"},
-			{"NUL in an argument", "echo ARGUMENT", "echo a\x00b", checkScriptText("a\x00b"), "NULL character"},
-			{"CR LF in the pre-exec", "echo PREEXEC", "module load x\r\necho ok", checkScriptText("x\r\n"), "DOS line breaks"},
+			{"CR LF in an argument", "echo ARGUMENT", "echo a\r\nb", scriptRefusal(job, dir, "ARGUMENT", "a\r\nb"), "DOS line breaks"},
+			{"NUL in an argument", "echo ARGUMENT", "echo a\x00b", scriptRefusal(job, dir, "ARGUMENT", "a\x00b"), "NULL character"},
+			{"CR LF in the pre-exec", "echo PREEXEC", "module load x\r\necho ok", scriptRefusal(job, dir, "echo PREEXEC", "module load x\r\necho ok"), "DOS line breaks"},
 			{"unknown option", "--partition=debug", "--foo=1", sbatch.ValidateFlag("--foo=1"), "unrecognized option '--foo=1'"},
 			{"option without its value", "--partition=debug", "--qos", sbatch.ValidateFlag("--qos"), "option '--qos' requires an argument"},
 			{"value of an option that takes none", "--partition=debug", "--contiguous=yes", sbatch.ValidateFlag("--contiguous=yes"), "option '--contiguous' doesn't allow an argument"},
@@ -80,7 +82,7 @@ func TestRigSbatchRefusesWhatSluiceRefuses(t *testing.T) {
 // (or that sluice reserves). Nothing is submitted: the script is empty.
 func TestRigSbatchKnowsTheFlagsSluiceAccepts(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		tab, _ := learnRigSbatch(t, e)
 		parserRefusal := []string{"unrecognized option", "requires an argument", "doesn't allow an argument", "is ambiguous"}
 		for _, name := range tab.Names() {
@@ -147,7 +149,7 @@ func containsAny(s string, subs []string) bool {
 // of being submitted again.
 func TestRigSubmitRefused(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		job := e.shJob(t, nil, [][2]string{{"main", "echo never"}})
 		job.Flags = []string{"--time=soon"}
 		if err := sbatch.ValidateFlag(job.Flags[0]); err != nil {
@@ -166,4 +168,23 @@ func TestRigSubmitRefused(t *testing.T) {
 			t.Fatalf("Submit = %q, %v; want a *RefusedError with sbatch's message", id, err)
 		}
 	})
+}
+
+// scriptRefusal is what Script says of job with old replaced by new in its
+// containers' command lines and its pre-exec snippet.
+func scriptRefusal(job *jobscript.Job, dir, old, new string) error {
+	j := *job
+	j.PreExec = strings.ReplaceAll(j.PreExec, old, new)
+	j.Containers = slices.Clone(j.Containers)
+	for i := range j.Containers {
+		c := &j.Containers[i]
+		c.Command, c.Args = slices.Clone(c.Command), slices.Clone(c.Args)
+		for _, words := range [][]string{c.Command, c.Args} {
+			for k := range words {
+				words[k] = strings.ReplaceAll(words[k], old, new)
+			}
+		}
+	}
+	_, err := jobscript.Script(&j, jobscript.ScriptOptions{JobDir: dir, Runtime: jobscript.RuntimeCharliecloud})
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/sbatch"
 )
 
@@ -20,7 +21,7 @@ import (
 // which 24.11's help lists and its parser dropped, the other way round.
 func TestRigLearnSbatch(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
 		tab, version := learnRigSbatch(t, e)
 		// 24.11 added --tres-per-task and dropped --power (which its
 		// help still lists)

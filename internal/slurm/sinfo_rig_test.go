@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // The capacity read from the rig's sinfo, as alice, is what scontrol tells
@@ -16,7 +18,7 @@ import (
 // 2000 MB, Gres=gpu:2, in partition debug, the default).
 func TestRigCapacity(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		got, err := e.c.Capacity(ctx, nil)

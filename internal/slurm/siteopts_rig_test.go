@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
+	"github.com/sluice-hpc/sluice/internal/jobscript/scripttest"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -18,21 +20,21 @@ import (
 // sees what the command prefix exported. scontrol reads the job back.
 func TestRigFlavorJob(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
-		e.c.SiteOptions = SiteOptions{
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
+		e.c.SiteOptions = jobscript.SiteOptions{
 			DefaultFlavor: "small",
-			Flavors: map[string]Flavor{"small": {
+			Flavors: map[string]jobscript.Flavor{"small": {
 				Name: "small", CPUs: 2, MemoryMiB: 100, Flags: []string{"--partition=debug", "--time=00:07:00"},
 			}},
 			Shell:         "/bin/bash",
 			CommandPrefix: `export FROM_PREFIX="${BASH_VERSION:+bash} prefix"`,
 		}
-		pod := simplePod(e.rig.Get(t, "RIG_IMAGE"))
+		pod := scripttest.SimplePod(e.rig.Get(t, "RIG_IMAGE"))
 		pod.Name, pod.Namespace, pod.UID = "flavor", "rig", types.UID(newUID(t))
 		pod.Spec.Containers[0].Command = []string{"sh", "-c", `echo "$FROM_PREFIX"`}
 		pod.Spec.Containers[0].Args = nil
-		pod.Annotations = map[string]string{AnnotationFlags: "-t 8"}
-		job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: e.c.Runtime, Site: e.c.SiteOptions})
+		pod.Annotations = map[string]string{jobscript.AnnotationFlags: "-t 8"}
+		job, err := jobscript.FromPod(context.Background(), pod, scripttest.NewSources(pod.Namespace), jobscript.PodOptions{Runtime: e.c.Runtime, Site: e.c.SiteOptions})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +50,7 @@ func TestRigFlavorJob(t *testing.T) {
 			t.Errorf("logs = %q; want %q (the prefix ran in bash, its export reached the container)", got, "bash prefix\n")
 		}
 		// The same job, held, read back with scontrol before it runs.
-		script, err := Script(job, ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime, Site: e.c.SiteOptions})
+		script, err := jobscript.Script(job, jobscript.ScriptOptions{JobDir: path.Join(e.c.DataRoot, "rig", job.UID), Runtime: e.c.Runtime, Site: e.c.SiteOptions})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,16 +69,16 @@ func TestRigFlavorJob(t *testing.T) {
 // by Hydra's -prepend-rank, which the pod's mpi-flags pass on.
 func TestRigMPIFlagsTakeSlurmsTasks(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeCharliecloud)
-		pod := simplePod(e.rig.Get(t, "RIG_IMAGE"))
+		e := newRigEnv(t, on, jobscript.RuntimeCharliecloud)
+		pod := scripttest.SimplePod(e.rig.Get(t, "RIG_IMAGE"))
 		pod.Name, pod.Namespace, pod.UID = "mpi", "rig", types.UID(newUID(t))
 		pod.Spec.Containers[0].Command = []string{"sh", "-c", `echo "rank $PMI_RANK of $PMI_SIZE"`}
 		pod.Spec.Containers[0].Args = nil
 		pod.Annotations = map[string]string{
-			AnnotationFlags:    "-n 2",
-			AnnotationMPIFlags: "-prepend-rank",
+			jobscript.AnnotationFlags:    "-n 2",
+			jobscript.AnnotationMPIFlags: "-prepend-rank",
 		}
-		job, err := FromPod(context.Background(), pod, newSources(pod.Namespace), PodOptions{Runtime: e.c.Runtime})
+		job, err := jobscript.FromPod(context.Background(), pod, scripttest.NewSources(pod.Namespace), jobscript.PodOptions{Runtime: e.c.Runtime})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // Source says where a Status came from.
@@ -217,9 +219,9 @@ func (c *Client) batchHost(id, host string) string {
 
 func lostReason(ref JobRef) string {
 	if ref.JobID == "" {
-		return fmt.Sprintf("no job named %s is known to squeue and it wrote no %s", ref.UID, jobExit)
+		return fmt.Sprintf("no job named %s is known to squeue and it wrote no %s", ref.UID, jobscript.JobExitFile)
 	}
-	return fmt.Sprintf("job %s is known to neither squeue nor sacct and wrote no %s", ref.JobID, jobExit)
+	return fmt.Sprintf("job %s is known to neither squeue nor sacct and wrote no %s", ref.JobID, jobscript.JobExitFile)
 }
 
 // withFiles adds what the job directory says to st. A job Slurm no longer

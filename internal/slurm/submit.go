@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/salt"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
@@ -46,17 +47,17 @@ func parseSbatch(out []byte) (JobID, error) {
 // gives a *PodError (one whose script does not render), or a *RefusedError
 // when sbatch refuses it for what it holds (its script, an option or a
 // value): submitting it again cannot succeed.
-func (c *Client) Submit(ctx context.Context, job *Job) (JobID, error) {
+func (c *Client) Submit(ctx context.Context, job *jobscript.Job) (JobID, error) {
 	if err := c.check(); err != nil {
 		return "", err
 	}
-	if err := validUID(job.UID); err != nil {
-		return "", &PodError{Field: "metadata.uid", Reason: err.Error()}
+	if err := jobscript.CheckUID(job.UID); err != nil {
+		return "", &jobscript.PodError{Field: "metadata.uid", Reason: err.Error()}
 	}
-	if err := checkNamespace(job.Namespace); err != nil {
-		return "", &PodError{Field: "metadata.namespace", Reason: err.Error()}
+	if err := jobscript.CheckNamespace(job.Namespace); err != nil {
+		return "", &jobscript.PodError{Field: "metadata.namespace", Reason: err.Error()}
 	}
-	dir := JobDir(c.DataRoot, job.Namespace, job.UID)
+	dir := jobscript.JobDir(c.DataRoot, job.Namespace, job.UID)
 	id, err := c.existing(ctx, job.UID, dir)
 	if err != nil {
 		return "", err
@@ -132,7 +133,7 @@ func (c *Client) existing(ctx context.Context, uid, dir string) (JobID, error) {
 // acctNamed looks a job up by name in sacct, if the job directory holds a
 // job.sh. It answers in squeue's terms.
 func (c *Client) acctNamed(ctx context.Context, uid, dir string) (queueEntry, bool, error) {
-	if _, err := c.Site.Stat(ctx, path.Join(dir, scriptFile)); err != nil {
+	if _, err := c.Site.Stat(ctx, path.Join(dir, jobscript.ScriptFile)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return queueEntry{}, false, nil
 		}
@@ -159,7 +160,7 @@ const maxIDFile = 64
 // not a regular file, not a job ID) is logged and ignored: the job is then
 // looked up by name, and job.id written again.
 func (c *Client) readID(ctx context.Context, dir string) (JobID, error) {
-	data, err := c.Site.ReadAt(ctx, path.Join(dir, jobIDFile), 0, maxIDFile+1)
+	data, err := c.Site.ReadAt(ctx, path.Join(dir, jobscript.JobIDFile), 0, maxIDFile+1)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", nil
@@ -167,7 +168,7 @@ func (c *Client) readID(ctx context.Context, dir string) (JobID, error) {
 		c.logger().Warn("slurm: ignoring malformed job.id", "dir", dir, "error", err)
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("read %s: %w", jobIDFile, err)
+		return "", fmt.Errorf("read %s: %w", jobscript.JobIDFile, err)
 	case len(data) > maxIDFile:
 		c.logger().Warn("slurm: ignoring malformed job.id", "dir", dir, "error", fmt.Sprintf("more than %d bytes", maxIDFile))
 		return "", nil
@@ -180,30 +181,30 @@ func (c *Client) readID(ctx context.Context, dir string) (JobID, error) {
 	return id, nil
 }
 
-// readSalt reads the salt an adopted job was submitted with (saltFile). A
+// readSalt reads the salt an adopted job was submitted with (SaltFile). A
 // job submitted before salts has none: "" names its socket directory by
 // its pod UID, as its script does. One that is not a salt (the job, which
 // runs as the same user, could write it) is an error: the shadow would look
 // for the tunnel's sockets in the wrong place.
 func (c *Client) readSalt(ctx context.Context, dir string) (string, error) {
-	data, err := c.Site.ReadAt(ctx, path.Join(dir, saltFile), 0, salt.Len+2)
+	data, err := c.Site.ReadAt(ctx, path.Join(dir, jobscript.SaltFile), 0, salt.Len+2)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.logger().Warn("slurm: adopted job has no salt: its socket directory is named by its pod uid", "dir", dir)
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", saltFile, err)
+		return "", fmt.Errorf("read %s: %w", jobscript.SaltFile, err)
 	}
 	s := strings.TrimSuffix(string(data), "\n")
 	if err := salt.Check(s); err != nil {
-		return "", fmt.Errorf("read %s in %s: %w", saltFile, dir, err)
+		return "", fmt.Errorf("read %s in %s: %w", jobscript.SaltFile, dir, err)
 	}
 	return s, nil
 }
 
 func (c *Client) writeID(ctx context.Context, dir string, id JobID) error {
-	if err := c.Site.WriteFile(ctx, path.Join(dir, jobIDFile), []byte(string(id)+"\n"), idMode); err != nil {
-		return fmt.Errorf("write %s of job %s: %w", jobIDFile, id, err)
+	if err := c.Site.WriteFile(ctx, path.Join(dir, jobscript.JobIDFile), []byte(string(id)+"\n"), idMode); err != nil {
+		return fmt.Errorf("write %s of job %s: %w", jobscript.JobIDFile, id, err)
 	}
 	return nil
 }
@@ -211,11 +212,11 @@ func (c *Client) writeID(ctx context.Context, dir string, id JobID) error {
 // writeJob writes the job directory: the job's files, then job.sh, a copy
 // of the script it returns for the record (sbatch is given the script
 // itself).
-func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, error) {
-	script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: c.Runtime, Site: c.SiteOptions})
+func (c *Client) writeJob(ctx context.Context, job *jobscript.Job, dir string) ([]byte, error) {
+	script, err := jobscript.Script(job, jobscript.ScriptOptions{JobDir: dir, Runtime: c.Runtime, Site: c.SiteOptions})
 	if err != nil {
 		// the same job renders the same way at every attempt
-		return nil, &PodError{Field: "spec", Reason: err.Error()}
+		return nil, &jobscript.PodError{Field: "spec", Reason: err.Error()}
 	}
 	if err := c.Site.MkdirAll(ctx, dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create job directory: %w", err)
@@ -224,8 +225,8 @@ func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, er
 		return nil, err
 	}
 	if job.Reverse != nil {
-		if err := c.Site.WriteFile(ctx, path.Join(dir, saltFile), []byte(job.Reverse.Salt+"\n"), fileMode); err != nil {
-			return nil, fmt.Errorf("write %s: %w", saltFile, err)
+		if err := c.Site.WriteFile(ctx, path.Join(dir, jobscript.SaltFile), []byte(job.Reverse.Salt+"\n"), fileMode); err != nil {
+			return nil, fmt.Errorf("write %s: %w", jobscript.SaltFile, err)
 		}
 	}
 	made := map[string]bool{dir: true}
@@ -249,15 +250,15 @@ func (c *Client) writeJob(ctx context.Context, job *Job, dir string) ([]byte, er
 			return nil, fmt.Errorf("write job file %s: %w", name, err)
 		}
 	}
-	if err := c.Site.WriteFile(ctx, path.Join(dir, scriptFile), script, scriptMode); err != nil {
-		return nil, fmt.Errorf("write %s: %w", scriptFile, err)
+	if err := c.Site.WriteFile(ctx, path.Join(dir, jobscript.ScriptFile), script, scriptMode); err != nil {
+		return nil, fmt.Errorf("write %s: %w", jobscript.ScriptFile, err)
 	}
 	return script, nil
 }
 
 // reserved are the names in the job directory that Submit and the script
 // write themselves.
-var reserved = map[string]bool{scriptFile: true, jobIDFile: true, jobExit: true, jobOut: true, saltFile: true, annotationsFile: true}
+var reserved = map[string]bool{jobscript.ScriptFile: true, jobscript.JobIDFile: true, jobscript.JobExitFile: true, jobscript.JobOutFile: true, jobscript.SaltFile: true, jobscript.AnnotationsFile: true}
 
 // jobFilePath checks the path of a job file: relative, clean, inside the job
 // directory, and none of the script's own files.

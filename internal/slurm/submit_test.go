@@ -10,16 +10,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 const sampleUID = "0b5b0e4c-7f4e-4d3a-9b1e-2f1f0f6f3c11"
 
 // sampleJob is a small valid job for RuntimeNone.
-func sampleJob() *Job {
-	return &Job{
+func sampleJob() *jobscript.Job {
+	return &jobscript.Job{
 		Namespace: "lab", Name: "train", UID: sampleUID,
-		Containers: []Container{{Name: "main", Command: []string{"echo", "hi"}, EnvFile: "env/main"}},
-		Files: []File{
+		Containers: []jobscript.Container{{Name: "main", Command: []string{"echo", "hi"}, EnvFile: "env/main"}},
+		Files: []jobscript.File{
 			{Path: "env/main", Data: []byte("A=1\n"), Mode: 0o600},
 			{Path: "volumes/cfg/settings.yaml", Data: []byte("x: 1\n"), Mode: 0o644},
 			{Path: "volumes/secret/token", Data: []byte("s3cret"), Mode: 0o600},
@@ -195,19 +197,19 @@ func TestSubmitWithoutAccountingSubmits(t *testing.T) {
 func TestSubmitRefuses(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(j *Job)
+		change func(j *jobscript.Job)
 	}{
-		{"uid with a slash", func(j *Job) { j.UID = "../etc" }},
-		{"uid as a flag", func(j *Job) { j.UID = "-rf" }},
-		{"upper-case uid", func(j *Job) { j.UID = "ABC" }},
-		{"long uid", func(j *Job) { j.UID = strings.Repeat("a", 64) }},
-		{"namespace", func(j *Job) { j.Namespace = "Lab" }},
-		{"file leaving the directory", func(j *Job) { j.Files[0].Path = "../x" }},
-		{"absolute file", func(j *Job) { j.Files[0].Path = "/etc/passwd" }},
-		{"file over job.sh", func(j *Job) { j.Files[0].Path = "job.sh" }},
-		{"file over a log", func(j *Job) { j.Files[0].Path = "main.log" }},
-		{"unclean file", func(j *Job) { j.Files[0].Path = "volumes//x" }},
-		{"script refuses", func(j *Job) { j.Containers = nil }},
+		{"uid with a slash", func(j *jobscript.Job) { j.UID = "../etc" }},
+		{"uid as a flag", func(j *jobscript.Job) { j.UID = "-rf" }},
+		{"upper-case uid", func(j *jobscript.Job) { j.UID = "ABC" }},
+		{"long uid", func(j *jobscript.Job) { j.UID = strings.Repeat("a", 64) }},
+		{"namespace", func(j *jobscript.Job) { j.Namespace = "Lab" }},
+		{"file leaving the directory", func(j *jobscript.Job) { j.Files[0].Path = "../x" }},
+		{"absolute file", func(j *jobscript.Job) { j.Files[0].Path = "/etc/passwd" }},
+		{"file over job.sh", func(j *jobscript.Job) { j.Files[0].Path = "job.sh" }},
+		{"file over a log", func(j *jobscript.Job) { j.Files[0].Path = "main.log" }},
+		{"unclean file", func(j *jobscript.Job) { j.Files[0].Path = "volumes//x" }},
+		{"script refuses", func(j *jobscript.Job) { j.Containers = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

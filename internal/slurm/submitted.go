@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // maxAnnotationsFile bounds what Submitted reads: the API server holds a
@@ -15,14 +17,14 @@ import (
 const maxAnnotationsFile = 6 << 18
 
 // writeAnnotations keeps, in the job directory dir, the annotations the job
-// is made with (annotationsFile).
+// is made with (AnnotationsFile).
 func (c *Client) writeAnnotations(ctx context.Context, dir string, a map[string]string) error {
 	data, err := json.Marshal(a)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", annotationsFile, err)
+		return fmt.Errorf("encode %s: %w", jobscript.AnnotationsFile, err)
 	}
-	if err := c.Site.WriteFile(ctx, path.Join(dir, annotationsFile), append(data, '\n'), fileMode); err != nil {
-		return fmt.Errorf("write %s: %w", annotationsFile, err)
+	if err := c.Site.WriteFile(ctx, path.Join(dir, jobscript.AnnotationsFile), append(data, '\n'), fileMode); err != nil {
+		return fmt.Errorf("write %s: %w", jobscript.AnnotationsFile, err)
 	}
 	return nil
 }
@@ -34,13 +36,13 @@ func (c *Client) writeAnnotations(ctx context.Context, dir string, a map[string]
 // may write it) is logged and taken as none: the pod's annotations are
 // then checked as they are now, as for such an old job.
 func (c *Client) Submitted(ctx context.Context, ref JobRef) (map[string]string, error) {
-	file := path.Join(ref.Dir, annotationsFile)
+	file := path.Join(ref.Dir, jobscript.AnnotationsFile)
 	data, err := c.Site.ReadAt(ctx, file, 0, maxAnnotationsFile+1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", annotationsFile, err)
+		return nil, fmt.Errorf("read %s: %w", jobscript.AnnotationsFile, err)
 	}
 	var a map[string]string
 	if len(data) > maxAnnotationsFile {

@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // TestSubmittedAnnotations: Submit keeps the annotations a job was made
@@ -23,9 +25,9 @@ func TestSubmittedAnnotations(t *testing.T) {
 		t.Fatalf("Submit: %v", err)
 	}
 	ref := c.Ref(job.Namespace, job.UID, "4242")
-	file := path.Join(ref.Dir, annotationsFile)
+	file := path.Join(ref.Dir, jobscript.AnnotationsFile)
 	if ff, ok := f.file(file); !ok || ff.mode != 0o600 {
-		t.Fatalf("%s: %+v; want it, 0600", annotationsFile, ff)
+		t.Fatalf("%s: %+v; want it, 0600", jobscript.AnnotationsFile, ff)
 	}
 	got, err := c.Submitted(ctx, ref)
 	if err != nil || !maps.Equal(got, job.Annotations) {
@@ -69,7 +71,7 @@ func FuzzSubmitted(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, site, _ := newTestClient(t)
 		ref := c.Ref("lab", sampleUID, "5")
-		site.put(path.Join(ref.Dir, annotationsFile), string(data))
+		site.put(path.Join(ref.Dir, jobscript.AnnotationsFile), string(data))
 		got, err := c.Submitted(context.Background(), ref)
 		if err != nil {
 			t.Fatalf("Submitted: %v", err)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 )
 
 // The usage of a busy job's batch step, read from the site's own sstat
@@ -14,7 +16,7 @@ import (
 // figures. The rig's slurm.conf gathers with jobacct_gather/linux.
 func TestRigUsage(t *testing.T) {
 	eachSite(t, func(t *testing.T, on rigSite) {
-		e := newRigEnv(t, on, RuntimeNone)
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
 		busy := e.submit(t, e.shJob(t, nil, [][2]string{{"spin", "timeout 25 sh -c 'while :; do :; done' || true"}}))
 		idle := e.submit(t, e.shJob(t, nil, [][2]string{{"nap", "sleep 25"}}))
 		running := func(st Status) bool { return st.State == StateRunning || st.State.Final() }

@@ -12,19 +12,8 @@ import (
 // source: pod UIDs come from the API server, job IDs and hosts from Slurm,
 // and none of them is trusted. (names.go checks what the script takes.)
 var (
-	uidPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 	jobIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
 )
-
-// validUID reports a pod UID that may not name a job or a directory: lower
-// case, at most 63 characters, no leading '-' (the API server's UIDs are
-// lower-case UUIDs).
-func validUID(uid string) error {
-	if !uidPattern.MatchString(uid) {
-		return fmt.Errorf("slurm: invalid pod uid %q", uid)
-	}
-	return nil
-}
 
 // ParseJobID parses the ID of a job as sbatch and job.id give it.
 func ParseJobID(s string) (JobID, error) {

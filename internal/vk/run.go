@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/kubeconfig"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/site"
@@ -106,7 +107,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	siteOpts, err := slurm.NewSiteOptions(cfg.Site)
+	siteOpts, err := jobscript.NewSiteOptions(cfg.Site)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -121,7 +122,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	slurmClient := &slurm.Client{
 		Site: runner, DataRoot: cfg.Site.DataRoot,
-		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime), SiteOptions: siteOpts, Logger: log,
+		Runtime: jobscript.Runtime(cfg.Site.ContainerRuntime), SiteOptions: siteOpts, Logger: log,
 	}
 	var jobs provider.Jobs = slurmClient
 	if opts.WrapJobs != nil {

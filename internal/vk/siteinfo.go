@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/provider"
 	"github.com/sluice-hpc/sluice/internal/sbatch"
 	"github.com/sluice-hpc/sluice/internal/site"
@@ -20,7 +21,7 @@ const describeTimeout = 15 * time.Second
 // start. A site that does not answer leaves them unknown: the node still
 // registers, and SiteReachable tells why. It returns the login host's
 // machine (uname -m), "" when unknown.
-func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt slurm.Runtime, opts slurm.SiteOptions, n *corev1.Node) string {
+func describeSite(ctx context.Context, log *slog.Logger, r site.Runner, rt jobscript.Runtime, opts jobscript.SiteOptions, n *corev1.Node) string {
 	program := rt.Binary()
 	if opts.RuntimePath != "" && program != "" {
 		program = opts.RuntimePath

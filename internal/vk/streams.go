@@ -8,9 +8,9 @@ import (
 	"strconv"
 
 	"github.com/sluice-hpc/sluice/internal/config"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/kubeletstream"
 	"github.com/sluice-hpc/sluice/internal/site"
-	"github.com/sluice-hpc/sluice/internal/slurm"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
@@ -22,14 +22,14 @@ import (
 // with Reverse.NodeExec srun and no node host keys port-forward goes
 // through srun (relay places the relay binary it runs).
 func streamServer(cfg *config.Config, jobs kubeletstream.Jobs, output kubeletstream.Output, relay func(context.Context) (string, error), log *slog.Logger) (*kubeletstream.Server, error) {
-	siteOpts, err := slurm.NewSiteOptions(cfg.Site)
+	siteOpts, err := jobscript.NewSiteOptions(cfg.Site)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API streams: %w", err)
 	}
 	s := &kubeletstream.Server{
 		Jobs:    jobs,
 		Output:  output,
-		Runtime: slurm.Runtime(cfg.Site.ContainerRuntime),
+		Runtime: jobscript.Runtime(cfg.Site.ContainerRuntime),
 		Site:    siteOpts,
 		Limits: kubeletstream.Limits{PerPod: cfg.Node.KubeletAPI.MaxSessionsPerPod, PerNode: cfg.Node.KubeletAPI.MaxSessionsPerNode,
 			Confined: cfg.Network.TenantNamespace != "" && cfg.Network.RefuseForeignPods},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -21,7 +21,7 @@ func TestNamedPipeJobOutDoesNotWedgeTheNode(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	bad := e.pod("fifo-out", "echo never runs")
-	bad.Annotations = map[string]string{slurm.AnnotationPreExec: "rm -f job.out && mkfifo job.out && false"}
+	bad.Annotations = map[string]string{jobscript.AnnotationPreExec: "rm -f job.out && mkfifo job.out && false"}
 	pod := e.create(bad)
 	failed := e.waitPod("fifo-out", "Failed", 90*time.Second, phaseIs(corev1.PodFailed))
 	e.waitEvent(pod, "Failed: Slurm job "+jobID(failed)+" ended FAILED")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	"github.com/sluice-hpc/sluice/internal/slurm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,7 @@ func TestTimeLimitFailsWithDeadlineExceeded(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	p := e.pod("overtime", "echo started; sleep 600")
-	p.Annotations = map[string]string{slurm.AnnotationFlags: "--time=1"}
+	p.Annotations = map[string]string{jobscript.AnnotationFlags: "--time=1"}
 	pod := e.create(p)
 	got := e.waitPod("overtime", "Failed", 150*time.Second, phaseIs(corev1.PodFailed))
 	id := jobID(got)

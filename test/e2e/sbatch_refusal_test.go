@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-hpc/sluice/internal/slurm"
+	"github.com/sluice-hpc/sluice/internal/jobscript"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,7 +39,7 @@ func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
 	}
 
 	late := e.pod("late", "echo hi")
-	late.Annotations = map[string]string{slurm.AnnotationFlags: "--time=soon"}
+	late.Annotations = map[string]string{jobscript.AnnotationFlags: "--time=soon"}
 	lateUID := e.create(late).UID
 	got = e.waitPod("late", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
 	const want = "refused: sbatch: Invalid --time specification"
@@ -57,7 +57,7 @@ func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
 	}
 
 	newer := e.pod("newer", "echo hi")
-	newer.Annotations = map[string]string{slurm.AnnotationFlags: "--tres-per-task=cpu=1"}
+	newer.Annotations = map[string]string{jobscript.AnnotationFlags: "--tres-per-task=cpu=1"}
 	e.create(newer)
 	got = e.waitPod("newer", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
 	if !strings.Contains(got.Status.Message, "sbatch 22.05.8 at the site has no option --tres-per-task") {
