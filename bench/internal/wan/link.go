@@ -80,8 +80,10 @@ func (l Link) Pipe(ctx context.Context, a, b net.Conn) error {
 	stop := context.AfterFunc(ctx, closeBoth)
 	defer stop()
 	errc := make(chan error, 2)
-	go func() { errc <- l.pass(ctx, b, a, "a → b") }()
-	go func() { errc <- l.pass(ctx, a, b, "b → a") }()
+	there := fmt.Sprintf("%s → %s", a.RemoteAddr(), b.RemoteAddr())
+	back := fmt.Sprintf("%s → %s", b.RemoteAddr(), a.RemoteAddr())
+	go func() { errc <- l.pass(ctx, b, a, there) }()
+	go func() { errc <- l.pass(ctx, a, b, back) }()
 	var errs []error
 	for range 2 {
 		if err := <-errc; err != nil && ctx.Err() == nil {
