@@ -153,7 +153,7 @@ func (b *bench) startPath(ctx context.Context, name string, rtt time.Duration) (
 	if rtt > 0 && name != pathDirect {
 		var addr string
 		var err error
-		if relay, addr, err = startWAN(ctx, "wan-"+pathID(name, rtt), b.self, b.dir, "", b.rig.LoginAddr, rtt); err != nil {
+		if relay, addr, err = startWAN(ctx, "wan-"+wan.Label(name, rtt), b.self, b.dir, "", b.rig.LoginAddr, rtt); err != nil {
 			return nil, err
 		}
 		_, port, _ := net.SplitHostPort(addr)
@@ -171,7 +171,7 @@ func (b *bench) startPath(ctx context.Context, name string, rtt time.Duration) (
 	case pathDirect:
 		p = direct(b.port)
 		if rtt > 0 {
-			relay, p.addr, err = startWAN(ctx, "wan-"+pathID(name, rtt), b.self, b.dir, rigbench.NodeNetns, p.addr, rtt)
+			relay, p.addr, err = startWAN(ctx, "wan-"+wan.Label(name, rtt), b.self, b.dir, rigbench.NodeNetns, p.addr, rtt)
 		}
 	default:
 		var local int

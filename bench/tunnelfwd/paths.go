@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-hpc/sluice/bench/internal/echo"
 	"github.com/sluice-hpc/sluice/bench/internal/procstat"
 	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
+	"github.com/sluice-hpc/sluice/bench/internal/wan"
 )
 
 // Names of the paths from the client to the job server.
@@ -40,14 +41,7 @@ type path struct {
 // id names the path in the records: its name, and its round trip if one
 // is added.
 func (p *path) id() string {
-	return pathID(p.name, p.rtt)
-}
-
-func pathID(name string, rtt time.Duration) string {
-	if rtt == 0 {
-		return name
-	}
-	return name + "@" + rtt.String()
+	return wan.Label(p.name, p.rtt)
 }
 
 // pids returns the tunnel's processes (an ssh client and its jump

@@ -19,6 +19,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/pipe"
 )
 
 // DefaultRate is the rate a Link keeps if none is given: above what the
@@ -32,9 +34,10 @@ const (
 	// so that a short delay still reads whole buffers ahead.
 	minHeld = 4 * readSize
 	// smallRead is the size under which a read is copied out of its
-	// buffer, so that a line of small messages does not hold a 64 KiB
-	// buffer for each.
-	smallRead = 8 << 10
+	// buffer, so that a line of small reads does not hold a 64 KiB buffer
+	// for each: the memory a line holds is then at most twice the bytes
+	// it holds, and one buffer more.
+	smallRead = readSize / 2
 )
 
 // Link is a path between two TCP connections with a one-way delay: what
@@ -45,8 +48,9 @@ type Link struct {
 	// they come.
 	Delay time.Duration
 	// Rate, in bytes a second, is the most one direction of a connection
-	// carries: each holds at most Rate × Delay bytes (at least 256 KiB)
-	// and reads no more until some have left. If zero, DefaultRate.
+	// carries: each holds at most Rate × Delay bytes (at least 256 KiB;
+	// in memory, at most twice that) and reads no more until some have
+	// left. If zero, DefaultRate.
 	Rate int64
 }
 
@@ -71,6 +75,15 @@ func (l Link) limit() int {
 // came) or one fails or ctx ends; it closes a and b before it returns. The
 // error names the direction that failed; ctx's end is not an error.
 func (l Link) Pipe(ctx context.Context, a, b net.Conn) error {
+	if l.Delay == 0 {
+		_, err := pipe.Relay(ctx, a, b, a.RemoteAddr().String(), b.RemoteAddr().String(), nil)
+		a.Close()
+		b.Close()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	closeBoth := func() {
@@ -127,11 +140,9 @@ type chunk struct {
 	end    error   // set on the last chunk: io.EOF or the read's error
 }
 
-// held is the memory a chunk keeps until it is written.
+// held is the bytes a chunk keeps until it is written, what a line's limit
+// counts.
 func (c chunk) held() int {
-	if c.pooled != nil {
-		return readSize
-	}
 	return len(c.data)
 }
 

@@ -55,9 +55,15 @@ func piped(t testing.TB, ctx context.Context, link Link) (near, far *net.TCPConn
 }
 
 func TestPipeCarriesBothWaysAndHalfCloses(t *testing.T) {
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond} {
+		t.Run("delay="+delay.String(), func(t *testing.T) { testPipeBothWays(t, Link{Delay: delay}) })
+	}
+}
+
+func testPipeBothWays(t *testing.T, link Link) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	near, far, done := piped(t, ctx, Link{Delay: 2 * time.Millisecond})
+	near, far, done := piped(t, ctx, link)
 	there, back := make([]byte, 3<<20+17), make([]byte, 1<<20+5)
 	rand.Read(there)
 	rand.Read(back)

@@ -39,3 +39,12 @@ func FormatRTTs(rtts []time.Duration) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// Label names what is measured across rtt: name alone for 0, else
+// name@rtt ("sluice@50ms").
+func Label(name string, rtt time.Duration) string {
+	if rtt == 0 {
+		return name
+	}
+	return name + "@" + rtt.String()
+}

@@ -51,3 +51,12 @@ func FuzzParseRTTs(f *testing.F) {
 		}
 	})
 }
+
+func TestLabel(t *testing.T) {
+	if got := Label("sluice", 0); got != "sluice" {
+		t.Errorf("Label(sluice, 0) = %q; want sluice", got)
+	}
+	if got := Label("sluice", 50*time.Millisecond); got != "sluice@50ms" {
+		t.Errorf("Label(sluice, 50ms) = %q; want sluice@50ms", got)
+	}
+}
