@@ -59,7 +59,10 @@ const (
 	chainUserspace = "sluice-userspace"
 	chainSrun      = "sluice-srun"
 	chainOpenSSH   = "OpenSSH+socat"
-	chainDirect    = "direct"
+	// chainOpenSSHGCM is the OpenSSH chain with aes128-gcm, sluice's
+	// cipher (OpenSSH's own first choice is chacha20-poly1305).
+	chainOpenSSHGCM = "OpenSSH-gcm+socat"
+	chainDirect     = "direct"
 )
 
 // env is everything the benchmark started, for the chains and for cleanup.
@@ -240,11 +243,11 @@ func pickPorts() relayPorts {
 	return relayPorts{echo: p, redis: p + 1}
 }
 
-// startOpenSSH starts the chain a user would build by hand: `ssh -J login
-// node -N -R sock:dest` for each endpoint, through lg, and socat as the
-// relay on addr, as the job's user on the compute node. Its parts' logs
-// are named after id.
-func (e *env) startOpenSSH(ctx context.Context, id, addr string, lg login, ports relayPorts, cipher string) (*chain, error) {
+// startOpenSSH starts the chain a user would build by hand, name: `ssh -J
+// login node -N -R sock:dest` for each endpoint, through lg, and socat as
+// the relay on addr, as the job's user on the compute node. Its parts'
+// logs are named after id.
+func (e *env) startOpenSSH(ctx context.Context, name, id, addr string, lg login, ports relayPorts, cipher string) (*chain, error) {
 	dir, err := socketDir(e.rig)
 	if err != nil {
 		return nil, err
@@ -262,7 +265,7 @@ func (e *env) startOpenSSH(ctx context.Context, id, addr string, lg login, ports
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{name: chainOpenSSH, parts: []*child.Process{ssh},
+	c := &chain{name: name, parts: []*child.Process{ssh},
 		echo: net.JoinHostPort(addr, strconv.Itoa(ports.echo)), redis: net.JoinHostPort(addr, strconv.Itoa(ports.redis))}
 	if err := e.waitFiles(ctx, c, []string{sockPath(dir, ports.echo), sockPath(dir, ports.redis)}); err != nil {
 		return nil, fmt.Errorf("ssh -R: %w: %s", err, e.logTail(sshLog))

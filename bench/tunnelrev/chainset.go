@@ -26,6 +26,7 @@ var chainChoices = []chainChoice{
 	{"sluice-userspace", chainUserspace, 3},
 	{"sluice-srun", chainSrun, 4},
 	{"openssh", chainOpenSSH, 2},
+	{"openssh-gcm", chainOpenSSHGCM, 5},
 	{"direct", chainDirect, 0},
 }
 
@@ -77,8 +78,10 @@ func (e *env) startChain(ctx context.Context, name string, rtt time.Duration, i 
 			}
 		}
 		c, err = e.startSluice(ctx, id, srunMode(e.holder, e.holderFile), addr, lg, ports)
+	case chainOpenSSHGCM:
+		c, err = e.startOpenSSH(ctx, name, id, addr, lg, ports, "aes128-gcm@openssh.com")
 	default:
-		c, err = e.startOpenSSH(ctx, id, addr, lg, ports, o.cipher)
+		c, err = e.startOpenSSH(ctx, name, id, addr, lg, ports, o.cipher)
 	}
 	if err != nil {
 		return nil, err

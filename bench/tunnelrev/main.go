@@ -2,7 +2,7 @@
 
 // Command tunnelrev is the benchmark of the reverse tunnel (issues 5 and 6,
 // SPEC S5 and S10). On the rig, a client run as the job's user on the
-// compute node reaches servers on the cluster side through up to five
+// compute node reaches servers on the cluster side through up to six
 // chains (-chains), measured side by side in one run, their order turning
 // each round:
 //
@@ -18,7 +18,8 @@
 //     node, in a job of the user's that the benchmark submits to hold an
 //     allocation on the node (and cancels at the end);
 //   - OpenSSH + socat: `ssh -J login node -N -R sock:host:port` and socat
-//     as the relay, what a user would build by hand;
+//     as the relay, what a user would build by hand (openssh-gcm: the same
+//     with aes128-gcm, sluice's cipher);
 //   - direct: copies of the servers on the login node's address on the
 //     compute node's link, the only place outside itself the compute node
 //     reaches.
