@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -23,11 +24,16 @@ func startWAN(ctx context.Context, name, self, dir, netns, target string, rtt ti
 	if netns != "" {
 		cmd = rigbench.InNetns(ctx, netns, argv...)
 	}
-	out, err := cmd.StdoutPipe()
+	// A pipe of our own rather than StdoutPipe, which Wait (called as soon
+	// as the process starts) may close under the read.
+	out, w, err := os.Pipe()
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
+	defer out.Close()
+	cmd.Stdout = w
 	p, err := startProc(name, filepath.Join(dir, name+".log"), cmd)
+	w.Close()
 	if err != nil {
 		return nil, "", err
 	}

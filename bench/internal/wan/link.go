@@ -99,7 +99,12 @@ func (l Link) Pipe(ctx context.Context, a, b net.Conn) error {
 	go func() { errc <- l.pass(ctx, a, b, back) }()
 	var errs []error
 	for range 2 {
-		if err := <-errc; err != nil && ctx.Err() == nil {
+		err := <-errc
+		switch {
+		case err == nil || ctx.Err() != nil && (len(errs) == 0 || errors.Is(err, net.ErrClosed)):
+			// Ended well; or ctx ended; or closed because the other
+			// direction failed, which says why.
+		default:
 			errs = append(errs, err)
 			// One direction failed: the other cannot go on alone.
 			cancel()
