@@ -54,7 +54,7 @@ func Main(args []string) int {
 	fmt.Println(ln.Addr())
 	r.Log.Info("relay up", "listen", ln.Addr().String(), "target", r.Target, "delay", r.Delay, "limit", r.limit())
 	if err := r.Serve(ctx, ln); err != nil {
-		r.Log.Error("relay ended", "err", err)
+		r.Log.Error("relay ended", "error", err)
 		return 1
 	}
 	return 0

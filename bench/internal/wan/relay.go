@@ -51,7 +51,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		case errors.Is(err, net.ErrClosed):
 			return fmt.Errorf("wan relay: accept: %w", err)
 		case err != nil:
-			log.Warn("accept failed", "err", err)
+			log.Warn("accept failed", "error", err)
 			select {
 			case <-time.After(acceptPause):
 			case <-ctx.Done():
@@ -60,7 +60,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		wg.Go(func() {
 			if err := r.pass(ctx, c); err != nil {
-				log.Info("connection ended", "from", c.RemoteAddr().String(), "err", err)
+				log.Info("connection ended", "from", c.RemoteAddr().String(), "error", err)
 			}
 		})
 	}
