@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 )
 
 // tcpPair returns the two ends of a TCP connection on loopback.
@@ -98,24 +100,7 @@ func testPipeBothWays(t *testing.T, link Link) {
 // echoServer echoes every connection on loopback until the test ends.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return sshxtest.ServeLoopback(t, sshxtest.Echo)
 }
 
 // roundTrips sends one byte over c and waits for it back, n times, and
