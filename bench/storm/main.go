@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -104,7 +103,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer rl.close()
-	knownHosts, err := relayKnownHosts(dir, r.KnownHosts, r.LoginHost, rl.addr())
+	knownHosts, err := r.LoginKnownHostsAt(dir, "known_hosts", rl.addr())
 	if err != nil {
 		return err
 	}
@@ -196,26 +195,4 @@ func storm(ctx context.Context, o options, dir string, a tunnelArgs, rl *relay, 
 		failedAfterDown: f.failuresSince(t0.Add(o.down)),
 		allUp:           last.Sub(t0),
 	}, nil
-}
-
-// relayKnownHosts writes a known_hosts file pinning, for the relay's
-// address, the key the rig pins for the login node.
-func relayKnownHosts(dir, rigKnownHosts, loginHost, relayAddr string) (string, error) {
-	data, err := os.ReadFile(rigKnownHosts)
-	if err != nil {
-		return "", err
-	}
-	host, port, _ := strings.Cut(relayAddr, ":")
-	var out []string
-	for line := range strings.Lines(string(data)) {
-		fields := strings.Fields(line)
-		if len(fields) >= 3 && slices.Contains(strings.Split(fields[0], ","), loginHost) {
-			out = append(out, fmt.Sprintf("[%s]:%s %s %s\n", host, port, fields[1], fields[2]))
-		}
-	}
-	if len(out) == 0 {
-		return "", fmt.Errorf("%s pins no key for %s", rigKnownHosts, loginHost)
-	}
-	file := filepath.Join(dir, "known_hosts")
-	return file, os.WriteFile(file, []byte(strings.Join(out, "")), 0o644)
 }

@@ -3,10 +3,12 @@
 package main
 
 import (
-	"io"
+	"context"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/wan"
 )
 
 // relay stands for the login node on the host's loopback: it passes every
@@ -15,7 +17,7 @@ import (
 type relay struct {
 	ln     net.Listener
 	target string
-	delay  time.Duration // added to every byte, each way: half the round trip
+	link   wan.Link // half the round trip, each way
 
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{}
@@ -27,7 +29,7 @@ func newRelay(target string, rtt time.Duration) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &relay{ln: ln, target: target, delay: rtt / 2, conns: map[net.Conn]struct{}{}}
+	r := &relay{ln: ln, target: target, link: wan.Link{Delay: rtt / 2}, conns: map[net.Conn]struct{}{}}
 	go r.serve()
 	return r, nil
 }
@@ -78,52 +80,10 @@ func (r *relay) pass(c net.Conn) {
 	r.mu.Lock()
 	r.conns[c], r.conns[up] = struct{}{}, struct{}{}
 	r.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { r.copy(up, c); done <- struct{}{} }()
-	go func() { r.copy(c, up); done <- struct{}{} }()
-	<-done
-	c.Close()
-	up.Close()
-	<-done
+	// Its error is a connection cut: what the storm is about.
+	_ = r.link.Pipe(context.Background(), c, up)
 	r.mu.Lock()
 	delete(r.conns, c)
 	delete(r.conns, up)
 	r.mu.Unlock()
-}
-
-// chunk is what one read got, and when.
-type chunk struct {
-	at   time.Time
-	data []byte
-}
-
-// copy copies src to dst, each read written r.delay after it arrived, as a
-// link with that latency (and no bandwidth limit) would.
-func (r *relay) copy(dst, src net.Conn) {
-	if r.delay <= 0 {
-		io.Copy(dst, src)
-		return
-	}
-	line := make(chan chunk, 1024)
-	go func() {
-		defer close(line)
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := src.Read(buf)
-			if n > 0 {
-				line <- chunk{time.Now(), buf[:n]}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	for c := range line {
-		time.Sleep(time.Until(c.at.Add(r.delay)))
-		if _, err := dst.Write(c.data); err != nil {
-			break
-		}
-	}
-	for range line {
-	}
 }

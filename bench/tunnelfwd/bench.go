@@ -7,14 +7,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/sluice-hpc/sluice/bench/internal/procstat"
 	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
+	"github.com/sluice-hpc/sluice/bench/internal/wan"
 )
 
 // test is one measurement, run on every path each round.
@@ -85,12 +88,14 @@ func run(ctx context.Context, o options) (err error) {
 			p.stop()
 		}
 	}()
-	for _, name := range o.paths {
-		p, err := b.startPath(name)
-		if err != nil {
-			return err
+	for _, rtt := range o.rtts {
+		for _, name := range o.paths {
+			p, err := b.startPath(ctx, name, rtt)
+			if err != nil {
+				return err
+			}
+			b.paths = append(b.paths, p)
 		}
-		b.paths = append(b.paths, p)
 	}
 	for _, p := range b.paths {
 		if p.proc == nil {
@@ -99,11 +104,11 @@ func run(ctx context.Context, o options) (err error) {
 		if err := waitReady(p, 30*time.Second); err != nil {
 			return err
 		}
-		if b.memIdle[p.name], err = memoryOf(p.pids()); err != nil {
+		if b.memIdle[p.id()], err = memoryOf(p.pids()); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "tunnelfwd: job server on the node's 127.0.0.1:%d; %d rounds\n", b.port, o.rounds)
+	fmt.Fprintf(os.Stderr, "tunnelfwd: job server on the node's 127.0.0.1:%d; %d rounds; round trips added %s\n", b.port, o.rounds, wan.FormatRTTs(o.rtts))
 
 	start := time.Now()
 	b.load[0] = loadAvg()
@@ -118,10 +123,10 @@ func run(ctx context.Context, o options) (err error) {
 		if p.proc == nil {
 			continue
 		}
-		if b.memLoad[p.name], err = memoryOf(p.pids()); err != nil {
+		if b.memLoad[p.id()], err = memoryOf(p.pids()); err != nil {
 			return err
 		}
-		b.procs[p.name] = describe(p.pids())
+		b.procs[p.id()] = describe(p.pids())
 	}
 	b.load[1] = loadAvg()
 	fmt.Fprintf(os.Stderr, "tunnelfwd: rounds took %v\n", time.Since(start).Round(time.Second))
@@ -133,22 +138,64 @@ func run(ctx context.Context, o options) (err error) {
 	return nil
 }
 
-func (b *bench) startPath(name string) (*path, error) {
+// startPath starts the path name with rtt added between the cluster and
+// the login node (a delaying relay in front of the login node's sshd), or,
+// for direct, between the client and the job server (a delaying relay on
+// the node's loopback).
+func (b *bench) startPath(ctx context.Context, name string, rtt time.Duration) (*path, error) {
+	lg := login{addr: b.rig.LoginAddr, knownHosts: b.rig.KnownHosts}
+	var relay *proc
+	stopRelay := func() {
+		if relay != nil {
+			relay.stop()
+		}
+	}
+	if rtt > 0 && name != pathDirect {
+		var addr string
+		var err error
+		if relay, addr, err = startWAN(ctx, "wan-"+wan.Label(name, rtt), b.self, b.dir, "", b.rig.LoginAddr, rtt); err != nil {
+			return nil, err
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		if lg.knownHosts, err = b.rig.LoginKnownHostsAt(b.dir, "known_hosts-"+port, addr); err != nil {
+			stopRelay()
+			return nil, err
+		}
+		lg.addr = addr
+	}
+	var p *path
+	var err error
 	switch name {
 	case pathSluice:
-		return startSluice(b.rig, b.bin, b.dir, b.port)
+		p, err = startSluice(b.rig, b.bin, b.dir, lg, b.listenAddr(rtt), b.port)
 	case pathDirect:
-		return direct(b.port), nil
+		p = direct(b.port)
+		if rtt > 0 {
+			relay, p.addr, err = startWAN(ctx, "wan-"+wan.Label(name, rtt), b.self, b.dir, rigbench.NodeNetns, p.addr, rtt)
+		}
+	default:
+		var local int
+		if local, err = freePort(); err != nil {
+			break
+		}
+		ciphers := ""
+		if name == pathOpenSSHGCM {
+			ciphers = "aes128-gcm@openssh.com"
+		}
+		p, err = startOpenSSH(b.rig, name, b.dir, lg, local, b.port, ciphers)
 	}
-	local, err := freePort()
 	if err != nil {
+		stopRelay()
 		return nil, err
 	}
-	ciphers := ""
-	if name == pathOpenSSHGCM {
-		ciphers = "aes128-gcm@openssh.com"
-	}
-	return startOpenSSH(b.rig, name, b.dir, local, b.port, ciphers)
+	p.rtt, p.wan = rtt, relay
+	return p, nil
+}
+
+// listenAddr is the host's loopback address sluice-tunnel listens on for
+// the paths with rtt: each its own, as each listens on the job's port.
+func (b *bench) listenAddr(rtt time.Duration) string {
+	return fmt.Sprintf("127.0.%d.1", slices.Index(b.o.rtts, rtt))
 }
 
 // tests returns the measurements of a round, in order.
@@ -180,18 +227,22 @@ func (b *bench) rounds(ctx context.Context) error {
 				p := b.paths[(i+round)%len(b.paths)]
 				sm, err := b.measureAgain(ctx, p, t.spec)
 				if err != nil {
-					return fmt.Errorf("round %d, %s on %s: %w", round+1, t.key, p.name, err)
+					return fmt.Errorf("round %d, %s on %s: %w", round+1, t.key, p.id(), err)
 				}
 				if b.records[t.key] == nil {
 					b.records[t.key] = map[string][]sample{}
 				}
-				b.records[t.key][p.name] = append(b.records[t.key][p.name], sm)
-				fmt.Fprintf(os.Stderr, "round %d %-10s %-12s %s\n", round+1, t.key, p.name, sm.summary(t.spec.Test))
+				b.records[t.key][p.id()] = append(b.records[t.key][p.id()], sm)
+				fmt.Fprintf(os.Stderr, "round %d %-10s %-18s %s\n", round+1, t.key, p.id(), sm.summary(t.spec.Test))
 			}
 		}
 	}
 	return nil
 }
+
+// warmupRTTs is how many round trips are added to the warm-up of a test on
+// a path with a round trip added.
+const warmupRTTs = 10
 
 // attempts bounds the runs of one test on one path.
 const attempts = 3
@@ -207,7 +258,7 @@ func (b *bench) measureAgain(ctx context.Context, p *path, spec loadSpec) (sampl
 			return sample{}, err
 		}
 		if restarted > 0 {
-			b.retries[p.name] = append(b.retries[p.name], fmt.Sprintf("%s: the tunnel had exited: restarted (%d attempts)", spec.Test, restarted))
+			b.retries[p.id()] = append(b.retries[p.id()], fmt.Sprintf("%s: the tunnel had exited: restarted (%d attempts)", spec.Test, restarted))
 		}
 		var why string
 		sm, err := b.measure(ctx, p, spec)
@@ -227,8 +278,8 @@ func (b *bench) measureAgain(ctx context.Context, p *path, spec loadSpec) (sampl
 		default:
 			why = "the tunnel exited"
 		}
-		fmt.Fprintf(os.Stderr, "tunnelfwd: %s on %s: %s: measuring again\n", spec.Test, p.name, why)
-		b.retries[p.name] = append(b.retries[p.name], spec.Test+": "+why+": measured again")
+		fmt.Fprintf(os.Stderr, "tunnelfwd: %s on %s: %s: measuring again\n", spec.Test, p.id(), why)
+		b.retries[p.id()] = append(b.retries[p.id()], spec.Test+": "+why+": measured again")
 	}
 }
 
@@ -242,7 +293,7 @@ func (b *bench) revive(ctx context.Context, p *path) (restarts int, err error) {
 	for range 10 {
 		if p.proc.exited() {
 			p.stop()
-			q, err := b.startPath(p.name)
+			q, err := b.startPath(ctx, p.name, p.rtt)
 			if err != nil {
 				return restarts, err
 			}
@@ -266,6 +317,8 @@ func (b *bench) revive(ctx context.Context, p *path) (restarts int, err error) {
 // meanwhile.
 func (b *bench) measure(ctx context.Context, p *path, spec loadSpec) (sample, error) {
 	spec.Addr = p.addr
+	// TCP's slow start, and SSH's windows, take some round trips to open.
+	spec.Warmup += warmupRTTs * p.rtt
 	argv := append([]string{b.self, "load"}, spec.args()...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	if p.netns != "" {

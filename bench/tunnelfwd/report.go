@@ -26,8 +26,44 @@ type figure struct {
 	format string // of a value
 }
 
-// report writes the figures as a Markdown table.
+// report writes the figures as Markdown tables, one for each round trip
+// added, then notes.
 func (b *bench) report(w io.Writer) {
+	for _, rtt := range b.o.rtts {
+		var paths []*path
+		for _, p := range b.paths {
+			if p.rtt == rtt {
+				paths = append(paths, p)
+			}
+		}
+		if len(b.o.rtts) > 1 || rtt > 0 {
+			fmt.Fprintf(w, "Round trip added: %v (between the cluster and the login node; for direct, between the client and the job server)\n\n", rtt)
+		}
+		b.table(w, paths)
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Values: median over %d rounds (min–max of the rounds); ratios of throughput and requests: median of the per-round ratios; set-up: %d connections per path per round, pooled.\n", b.o.rounds, b.o.samples)
+	fmt.Fprintf(w, "Load averages (1, 5, 15 min) before the rounds: %s; after: %s.\n", b.load[0], b.load[1])
+	for _, p := range b.paths {
+		if s := b.procs[p.id()]; s != "" {
+			fmt.Fprintf(w, "Processes of %s after the load: %s.\n", p.id(), s)
+		}
+	}
+	for _, p := range b.paths {
+		for _, r := range b.retries[p.id()] {
+			fmt.Fprintf(w, "Retry on %s: %s.\n", p.id(), r)
+		}
+	}
+	for _, p := range b.paths {
+		if e := b.errors(p.id()); e != "" {
+			fmt.Fprintf(w, "Errors on %s: %s.\n", p.id(), e)
+		}
+	}
+}
+
+// table writes the figures of paths, those of one round trip, as a
+// Markdown table with the ratios between them.
+func (b *bench) table(w io.Writer, paths []*path) {
 	n := strconv.Itoa(b.o.streams)
 	figs := []figure{
 		b.rate("down1", "throughput node → client, 1 stream (MB/s)", 1e6),
@@ -39,25 +75,37 @@ func (b *bench) report(w io.Writer) {
 		b.rate("ping1", "requests/s, 64 B, 1 kept connection", 1),
 		b.rate("ping"+n, "requests/s, 64 B, "+n+" kept connections", 1),
 		b.rate("newconn"+n, "requests/s, 64 B, new connection each, "+n+" workers", 1),
-		b.cpuPerGB(),
+		b.cpuPerGB(paths),
 		b.mem("tunnel RSS after start, idle (MiB)", b.memIdle, false),
 		b.mem("tunnel RSS after the load (MiB)", b.memLoad, false),
 		b.mem("tunnel peak RSS, VmHWM (MiB)", b.memLoad, true),
 	}
 
-	var names, ratios [][2]string // ratios: numerator, denominator
-	for _, p := range b.paths {
-		names = append(names, [2]string{p.name, title(p.name)})
+	// names: id and title; ratios: the ids of numerator and denominator,
+	// and the column's label.
+	var names [][2]string
+	var ratios [][3]string
+	for _, p := range paths {
+		names = append(names, [2]string{p.id(), title(p.name)})
 	}
-	has := func(n string) bool { return slices.ContainsFunc(b.paths, func(p *path) bool { return p.name == n }) }
-	for _, p := range b.paths {
-		if has(pathSluice) && p.name != pathSluice && p.name != pathDirect {
-			ratios = append(ratios, [2]string{pathSluice, p.name})
+	byName := func(n string) *path {
+		if i := slices.IndexFunc(paths, func(p *path) bool { return p.name == n }); i >= 0 {
+			return paths[i]
+		}
+		return nil
+	}
+	if s := byName(pathSluice); s != nil {
+		for _, p := range paths {
+			if p.name != pathSluice && p.name != pathDirect {
+				ratios = append(ratios, [3]string{s.id(), p.id(), s.name + "/" + p.name})
+			}
 		}
 	}
-	for _, p := range b.paths {
-		if has(pathDirect) && p.name != pathDirect {
-			ratios = append(ratios, [2]string{p.name, pathDirect})
+	if d := byName(pathDirect); d != nil {
+		for _, p := range paths {
+			if p.name != pathDirect {
+				ratios = append(ratios, [3]string{p.id(), d.id(), p.name + "/" + d.name})
+			}
 		}
 	}
 
@@ -66,7 +114,7 @@ func (b *bench) report(w io.Writer) {
 		head = append(head, n[1])
 	}
 	for _, r := range ratios {
-		head = append(head, r[0]+"/"+r[1])
+		head = append(head, r[2])
 	}
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 	for _, f := range figs {
@@ -91,24 +139,6 @@ func (b *bench) report(w io.Writer) {
 			row = append(row, fmt.Sprintf("%.2f", x))
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Values: median over %d rounds (min–max of the rounds); ratios of throughput and requests: median of the per-round ratios; set-up: %d connections per path per round, pooled.\n", b.o.rounds, b.o.samples)
-	fmt.Fprintf(w, "Load averages (1, 5, 15 min) before the rounds: %s; after: %s.\n", b.load[0], b.load[1])
-	for _, p := range b.paths {
-		if s := b.procs[p.name]; s != "" {
-			fmt.Fprintf(w, "Processes of %s after the load: %s.\n", p.name, s)
-		}
-	}
-	for _, p := range b.paths {
-		for _, r := range b.retries[p.name] {
-			fmt.Fprintf(w, "Retry on %s: %s.\n", p.name, r)
-		}
-	}
-	for _, p := range b.paths {
-		if e := b.errors(p.name); e != "" {
-			fmt.Fprintf(w, "Errors on %s: %s.\n", p.name, e)
-		}
 	}
 }
 
@@ -186,10 +216,11 @@ func (b *bench) setup(p float64) figure {
 	return f
 }
 
-// cpuPerGB is the tunnel's CPU time per GB carried by the throughput tests.
-func (b *bench) cpuPerGB() figure {
+// cpuPerGB is the tunnel's CPU time per GB carried by the throughput
+// tests, for each of paths.
+func (b *bench) cpuPerGB(paths []*path) figure {
 	f := figure{label: "tunnel CPU per GB carried, throughput tests (s)", values: map[string]float64{}, format: "%.2f"}
-	for _, p := range b.paths {
+	for _, p := range paths {
 		if p.proc == nil {
 			continue
 		}
@@ -198,13 +229,13 @@ func (b *bench) cpuPerGB() figure {
 			if !strings.HasPrefix(key, "down") && !strings.HasPrefix(key, "up") {
 				continue
 			}
-			for _, s := range per[p.name] {
+			for _, s := range per[p.id()] {
 				cpu += s.cpu.Seconds()
 				bytes += float64(s.res.Total)
 			}
 		}
 		if bytes > 0 {
-			f.values[p.name] = cpu / (bytes / 1e9)
+			f.values[p.id()] = cpu / (bytes / 1e9)
 		}
 	}
 	return f

@@ -24,6 +24,7 @@ type options struct {
 	cipher   string
 	profile  string
 	chains   []string // the chains' names, in the report's order
+	rtts     []time.Duration
 }
 
 // results collects the measurements of every chain.
@@ -91,15 +92,15 @@ func throughputTest(name, kind string, streams int) test {
 			return err
 		}
 		if len(c.parts) > 0 {
-			res.cpu[c.name] += treeUsage(c.roots()).cpu - before.cpu
-			res.moved[c.name] += r.Bytes
+			res.cpu[c.id()] += treeUsage(c.roots()).cpu - before.cpu
+			res.moved[c.id()] += r.Bytes
 		}
 		if c.site != nil {
 			// The same processes as before: a session started meanwhile
 			// would count its whole CPU time.
-			res.siteCPU[c.name] += treeUsage(site).cpu - siteBefore.cpu
+			res.siteCPU[c.id()] += treeUsage(site).cpu - siteBefore.cpu
 		}
-		res.add(name, c.name, float64(r.Bytes)/r.Seconds/1e6)
+		res.add(name, c.id(), float64(r.Bytes)/r.Seconds/1e6)
 		return nil
 	}}
 }
@@ -110,7 +111,7 @@ func rrTest(name string, streams int) test {
 		if err != nil {
 			return err
 		}
-		res.add(name, c.name, float64(r.Pairs)/r.Seconds)
+		res.add(name, c.id(), float64(r.Pairs)/r.Seconds)
 		return nil
 	}}
 }
@@ -122,7 +123,7 @@ func setupTest() test {
 			return err
 		}
 		for _, ns := range r.SetupsNs {
-			res.setups[c.name] = append(res.setups[c.name], time.Duration(ns))
+			res.setups[c.id()] = append(res.setups[c.id()], time.Duration(ns))
 		}
 		return nil
 	}}
@@ -135,7 +136,7 @@ func redisTest() test {
 			return err
 		}
 		for _, r := range rps {
-			res.add("redis "+r.name, c.name, r.rps)
+			res.add("redis "+r.name, c.id(), r.rps)
 		}
 		return nil
 	}}
@@ -162,19 +163,19 @@ func measure(ctx context.Context, e *env, chains []*chain, o options) (*results,
 	res := newResults()
 	for _, c := range chains {
 		if _, err := e.client(ctx, c.echo, testDown, "-duration", "500ms"); err != nil {
-			return nil, fmt.Errorf("warm-up %s: %w", c.name, err)
+			return nil, fmt.Errorf("warm-up %s: %w", c.id(), err)
 		}
 		if _, err := e.client(ctx, c.echo, testSetup, "-n", "20"); err != nil {
-			return nil, fmt.Errorf("warm-up %s: %w", c.name, err)
+			return nil, fmt.Errorf("warm-up %s: %w", c.id(), err)
 		}
 	}
 	time.Sleep(time.Second)
 	for _, c := range chains {
 		if len(c.parts) > 0 {
-			res.idle[c.name] = treeUsage(c.roots())
+			res.idle[c.id()] = treeUsage(c.roots())
 		}
 		if c.site != nil {
-			res.siteIdle[c.name] = treeUsage(c.site())
+			res.siteIdle[c.id()] = treeUsage(c.site())
 		}
 	}
 	for round := range o.rounds {
@@ -182,9 +183,9 @@ func measure(ctx context.Context, e *env, chains []*chain, o options) (*results,
 			for i := range chains {
 				c := chains[(i+round)%len(chains)]
 				if err := runTest(ctx, t, e, c, o, res); err != nil {
-					return nil, fmt.Errorf("round %d, %s, %s: %w", round+1, t.name, c.name, err)
+					return nil, fmt.Errorf("round %d, %s, %s: %w", round+1, t.name, c.id(), err)
 				}
-				fmt.Fprintf(os.Stderr, "round %d %-6s %-16s %s\n", round+1, t.name, c.name, res.last(t.name, c.name))
+				fmt.Fprintf(os.Stderr, "round %d %-6s %-16s %s\n", round+1, t.name, c.id(), res.last(t.name, c.id()))
 				time.Sleep(200 * time.Millisecond)
 			}
 		}
@@ -207,17 +208,17 @@ func runTest(ctx context.Context, t test, e *env, c *chain, o options, res *resu
 		}
 		err := t.run(ctx, e, c, o, res)
 		if s != nil {
-			if p := s.end(); p.rssKB > res.peak[c.name].rssKB {
-				res.peak[c.name] = p
+			if p := s.end(); p.rssKB > res.peak[c.id()].rssKB {
+				res.peak[c.id()] = p
 			}
 		}
 		if err == nil || ctx.Err() != nil {
 			return ctx.Err()
 		}
-		count(res.failed, c.name, t.name)
-		fmt.Fprintf(os.Stderr, "%s %s failed (attempt %d): %v\n", t.name, c.name, try, err)
+		count(res.failed, c.id(), t.name)
+		fmt.Fprintf(os.Stderr, "%s %s failed (attempt %d): %v\n", t.name, c.id(), try, err)
 		if try == attempts {
-			count(res.gaveUp, c.name, t.name)
+			count(res.gaveUp, c.id(), t.name)
 			return nil
 		}
 		time.Sleep(500 * time.Millisecond)

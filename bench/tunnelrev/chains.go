@@ -17,12 +17,16 @@ import (
 
 	"github.com/sluice-hpc/sluice/bench/internal/child"
 	"github.com/sluice-hpc/sluice/bench/internal/rigbench"
+	"github.com/sluice-hpc/sluice/bench/internal/wan"
 )
 
-// chain is one way for the job to reach the servers: the client connects to
-// echo (the Go server) and redis.
+// chain is one way for the job to reach the servers, across a round trip
+// added between the cluster and the login node (for direct, between the
+// client and the servers): the client connects to echo (the Go server)
+// and redis.
 type chain struct {
 	name  string
+	rtt   time.Duration
 	echo  string
 	redis string
 	// parts are the processes the chain adds on the node and the cluster
@@ -32,6 +36,12 @@ type chain struct {
 	// (the holder, a user-space sshd, srun and its steps), measured apart
 	// from parts; nil for the other chains.
 	site func() []int
+}
+
+// id names the chain in the results: its name, and its round trip if one
+// is added.
+func (c *chain) id() string {
+	return wan.Label(c.name, c.rtt)
 }
 
 // roots returns the pids of the chain's parts.
@@ -49,7 +59,10 @@ const (
 	chainUserspace = "sluice-userspace"
 	chainSrun      = "sluice-srun"
 	chainOpenSSH   = "OpenSSH+socat"
-	chainDirect    = "direct"
+	// chainOpenSSHGCM is the OpenSSH chain with aes128-gcm, sluice's
+	// cipher (OpenSSH's own first choice is chacha20-poly1305).
+	chainOpenSSHGCM = "OpenSSH-gcm+socat"
+	chainDirect     = "direct"
 )
 
 // env is everything the benchmark started, for the chains and for cleanup.
@@ -66,6 +79,12 @@ type env struct {
 
 	hostEcho   string // the Go server on the cluster side
 	directHost string // an address of the login node the compute node reaches
+	// direct is the chain to the copies of the servers on directHost, once
+	// they run, without a round trip added.
+	direct *chain
+	// holder is the Slurm job the srun chains' sessions run in, and the
+	// file that names it, once submitted.
+	holder, holderFile string
 }
 
 // run starts cmd as a part named name, logging to the work directory.
@@ -143,10 +162,36 @@ func (e *env) findDirectHost(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("the login node has no address on the compute node's link (%s)", e.rig.NodeAddr)
 }
 
-// startDirect starts copies of the servers on the login node's address on
-// the compute node's link (the compute node reaches nothing else): the Go
-// server and a Redis with the cluster Redis's settings.
-func (e *env) startDirect(ctx context.Context) (*chain, error) {
+// startDirect starts, once, copies of the servers on the login node's
+// address on the compute node's link (the compute node reaches nothing
+// else): the Go server and a Redis with the cluster Redis's settings; and
+// returns the chain to them across rtt, through two delaying relays on the
+// node's loopback if rtt is not 0.
+func (e *env) startDirect(ctx context.Context, rtt time.Duration) (*chain, error) {
+	if e.direct == nil {
+		var err error
+		if e.directHost, err = e.findDirectHost(ctx); err != nil {
+			return nil, err
+		}
+		if e.direct, err = e.startDirectServers(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if rtt == 0 {
+		return e.direct, nil
+	}
+	c := &chain{name: chainDirect, rtt: rtt}
+	var err error
+	if c.echo, err = e.startWAN(ctx, "wan-"+c.id()+"-echo", rigbench.NodeNetns, e.direct.echo, rtt); err != nil {
+		return nil, err
+	}
+	if c.redis, err = e.startWAN(ctx, "wan-"+c.id()+"-redis", rigbench.NodeNetns, e.direct.redis, rtt); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (e *env) startDirectServers(ctx context.Context) (*chain, error) {
 	echo, err := e.startServer("direct-server", e.rig.AsUser(ctx, rigbench.LoginNetns, e.self, "serve", "-listen", net.JoinHostPort(e.directHost, "0")))
 	if err != nil {
 		return nil, err
@@ -198,33 +243,35 @@ func pickPorts() relayPorts {
 	return relayPorts{echo: p, redis: p + 1}
 }
 
-// startOpenSSH starts the chain a user would build by hand: `ssh -J login
-// node -N -R sock:dest` for each endpoint, and socat as the relay on addr,
-// as the job's user on the compute node.
-func (e *env) startOpenSSH(ctx context.Context, addr string, ports relayPorts, cipher string) (*chain, error) {
+// startOpenSSH starts the chain a user would build by hand, name: `ssh -J
+// login node -N -R sock:dest` for each endpoint, through lg, and socat as
+// the relay on addr, as the job's user on the compute node. Its parts'
+// logs are named after id.
+func (e *env) startOpenSSH(ctx context.Context, name, id, addr string, lg login, ports relayPorts, cipher string) (*chain, error) {
 	dir, err := socketDir(e.rig)
 	if err != nil {
 		return nil, err
 	}
 	e.dirs = append(e.dirs, dir)
-	cfg, err := e.sshConfig(cipher)
+	cfg, err := e.sshConfig(id, cipher, lg)
 	if err != nil {
 		return nil, err
 	}
-	ssh, err := e.run("ssh", exec.CommandContext(ctx, "ssh", "-F", cfg, "-N",
+	sshLog, socatLog := id+"-ssh", id+"-socat-"
+	ssh, err := e.run(sshLog, exec.CommandContext(ctx, "ssh", "-F", cfg, "-N",
 		"-J", e.rig.User+"@login", e.rig.User+"@"+e.rig.Node,
 		"-R", sockPath(dir, ports.echo)+":"+e.hostEcho,
 		"-R", sockPath(dir, ports.redis)+":"+e.rig.Redis))
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{name: chainOpenSSH, parts: []*child.Process{ssh},
+	c := &chain{name: name, parts: []*child.Process{ssh},
 		echo: net.JoinHostPort(addr, strconv.Itoa(ports.echo)), redis: net.JoinHostPort(addr, strconv.Itoa(ports.redis))}
 	if err := e.waitFiles(ctx, c, []string{sockPath(dir, ports.echo), sockPath(dir, ports.redis)}); err != nil {
-		return nil, fmt.Errorf("ssh -R: %w: %s", err, e.logTail("ssh"))
+		return nil, fmt.Errorf("ssh -R: %w: %s", err, e.logTail(sshLog))
 	}
 	for i, port := range []int{ports.echo, ports.redis} {
-		s, err := e.run("socat-"+strconv.Itoa(i), e.rig.AsUser(ctx, rigbench.NodeNetns, "socat",
+		s, err := e.run(socatLog+strconv.Itoa(i), e.rig.AsUser(ctx, rigbench.NodeNetns, "socat",
 			fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", port, addr), "UNIX-CONNECT:"+sockPath(dir, port)))
 		if err != nil {
 			return nil, err
@@ -232,16 +279,21 @@ func (e *env) startOpenSSH(ctx context.Context, addr string, ports relayPorts, c
 		c.parts = append(c.parts, s)
 	}
 	if err := e.waitUp(ctx, c, nil); err != nil {
-		return nil, fmt.Errorf("OpenSSH chain: %w\nssh: %s\nsocat: %s", err, e.logTail("ssh"), e.logTail("socat-0"))
+		return nil, fmt.Errorf("OpenSSH chain: %w\nssh: %s\nsocat: %s", err, e.logTail(sshLog), e.logTail(socatLog+"0"))
 	}
 	return c, nil
 }
 
-// sshConfig writes the ssh client's configuration: the key, and the pinned
-// host keys of both hops, checked strictly. With -J, options reach the
-// jump's own ssh only through a file.
-func (e *env) sshConfig(cipher string) (string, error) {
-	path := filepath.Join(e.work, "ssh_config")
+// sshConfig writes the ssh client's configuration, id.ssh_config: the
+// login node at lg, the key, and the pinned host keys of both hops,
+// checked strictly. With -J, options reach the jump's own ssh only through
+// a file.
+func (e *env) sshConfig(id, cipher string, lg login) (string, error) {
+	path := filepath.Join(e.work, id+".ssh_config")
+	host, port, err := net.SplitHostPort(lg.addr)
+	if err != nil {
+		return "", fmt.Errorf("ssh config: %w", err)
+	}
 	var ciphers string
 	if cipher != "" {
 		ciphers = "  Ciphers " + cipher + "\n"
@@ -261,7 +313,7 @@ Host *
   StrictHostKeyChecking yes
   GlobalKnownHostsFile /dev/null
   BatchMode yes
-%s`, e.rig.LoginHost, e.rig.LoginPort, e.rig.KnownHosts, e.rig.Node, e.rig.NodeKnownHosts, e.rig.User, e.rig.Key, ciphers)
+%s`, host, port, lg.knownHosts, e.rig.Node, e.rig.NodeKnownHosts, e.rig.User, e.rig.Key, ciphers)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return "", fmt.Errorf("ssh config: %w", err)
 	}

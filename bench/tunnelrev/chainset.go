@@ -8,6 +8,9 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/sluice-hpc/sluice/bench/internal/wan"
 )
 
 // chainChoice is a chain -chains chooses: the flag's word for it, its name
@@ -23,6 +26,7 @@ var chainChoices = []chainChoice{
 	{"sluice-userspace", chainUserspace, 3},
 	{"sluice-srun", chainSrun, 4},
 	{"openssh", chainOpenSSH, 2},
+	{"openssh-gcm", chainOpenSSHGCM, 5},
 	{"direct", chainDirect, 0},
 }
 
@@ -47,29 +51,41 @@ func parseChains(s string) ([]string, error) {
 	return names, nil
 }
 
-// startChain starts the chain named name, its relay on base with the last
-// byte of its choice.
-func (e *env) startChain(ctx context.Context, name string, base net.IP, ports relayPorts, o options) (*chain, error) {
-	i := slices.IndexFunc(chainChoices, func(c chainChoice) bool { return c.name == name })
-	addr := net.IPv4(base[0], base[1], base[2], chainChoices[i].host).String()
+// startChain starts the chain named name across rtt, the i-th round trip
+// of the run, its relay on base with the last byte of its choice (plus 10
+// for each round trip before: each chain listens on the same ports).
+func (e *env) startChain(ctx context.Context, name string, rtt time.Duration, i int, base net.IP, ports relayPorts, o options) (*chain, error) {
+	if name == chainDirect {
+		return e.startDirect(ctx, rtt)
+	}
+	id := wan.Label(name, rtt)
+	choice := chainChoices[slices.IndexFunc(chainChoices, func(c chainChoice) bool { return c.name == name })]
+	addr := net.IPv4(base[0], base[1], base[2], choice.host+byte(10*i)).String()
+	lg, err := e.loginAcross(ctx, "wan-"+id, rtt)
+	if err != nil {
+		return nil, err
+	}
+	var c *chain
 	switch name {
 	case chainSluice:
-		return e.startSluice(ctx, nodeMode(), addr, ports)
+		c, err = e.startSluice(ctx, id, nodeMode(), addr, lg, ports)
 	case chainUserspace:
-		return e.startSluice(ctx, userspaceMode(), addr, ports)
+		c, err = e.startSluice(ctx, id, userspaceMode(), addr, lg, ports)
 	case chainSrun:
-		job, jobFile, err := e.holderJob(ctx)
-		if err != nil {
-			return nil, err
+		if e.holder == "" {
+			if e.holder, e.holderFile, err = e.holderJob(ctx); err != nil {
+				return nil, err
+			}
 		}
-		return e.startSluice(ctx, srunMode(job, jobFile), addr, ports)
-	case chainOpenSSH:
-		return e.startOpenSSH(ctx, addr, ports, o.cipher)
+		c, err = e.startSluice(ctx, id, srunMode(e.holder, e.holderFile), addr, lg, ports)
+	case chainOpenSSHGCM:
+		c, err = e.startOpenSSH(ctx, name, id, addr, lg, ports, "aes128-gcm@openssh.com")
 	default:
-		var err error
-		if e.directHost, err = e.findDirectHost(ctx); err != nil {
-			return nil, err
-		}
-		return e.startDirect(ctx)
+		c, err = e.startOpenSSH(ctx, name, id, addr, lg, ports, o.cipher)
 	}
+	if err != nil {
+		return nil, err
+	}
+	c.rtt = rtt
+	return c, nil
 }

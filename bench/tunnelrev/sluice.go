@@ -46,8 +46,9 @@ func srunMode(job, jobFile string) sluiceMode {
 // startSluice starts a sluice chain: the relay as the job starts it (as the
 // job's user on the compute node, on addr, with the job's shell, here this
 // program, as the parent) and `sluice-tunnel reverse` in mode on the
-// cluster side, and waits until an echo goes through.
-func (e *env) startSluice(ctx context.Context, mode sluiceMode, addr string, ports relayPorts) (*chain, error) {
+// cluster side, reaching the login node through lg, and waits until an
+// echo goes through. Its parts' logs are named after id.
+func (e *env) startSluice(ctx context.Context, id string, mode sluiceMode, addr string, lg login, ports relayPorts) (*chain, error) {
 	dir, err := socketDir(e.rig)
 	if err != nil {
 		return nil, err
@@ -57,15 +58,15 @@ func (e *env) startSluice(ctx context.Context, mode sluiceMode, addr string, por
 	if err := os.WriteFile(nodeFile, []byte(e.rig.Node+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("node file: %w", err)
 	}
-	relayLog, tunLog := mode.name+"-relay", mode.name+"-tunnel"
+	relayLog, tunLog := id+"-relay", id+"-tunnel"
 	relay, err := e.run(relayLog, e.rig.AsUser(ctx, rigbench.NodeNetns, e.relay, "--addr", addr, "--dir", dir,
 		"--ports", fmt.Sprintf("%d,%d", ports.echo, ports.redis), "--parent-pid", strconv.Itoa(os.Getpid())))
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"reverse",
-		"--login=" + e.rig.LoginAddr, "--user=" + e.rig.User, "--key=" + e.rig.Key,
-		"--login-known-hosts=" + e.rig.KnownHosts, "--node-known-hosts=" + e.rig.NodeKnownHosts,
+		"--login=" + lg.addr, "--user=" + e.rig.User, "--key=" + e.rig.Key,
+		"--login-known-hosts=" + lg.knownHosts, "--node-known-hosts=" + e.rig.NodeKnownHosts,
 		"--node-file=" + nodeFile, "--socket-dir=" + dir,
 		fmt.Sprintf("--forward=%d=%s", ports.echo, e.hostEcho),
 		fmt.Sprintf("--forward=%d=%s", ports.redis, e.rig.Redis)}, mode.args...)

@@ -14,8 +14,10 @@ import (
 // modes to the node mode (and srun to user-space: what srun adds).
 var ratios = []struct{ a, b, label string }{
 	{chainSluice, chainOpenSSH, "sluice / OpenSSH"},
+	{chainSluice, chainOpenSSHGCM, "sluice / OpenSSH-gcm"},
 	{chainSluice, chainDirect, "sluice / direct"},
 	{chainOpenSSH, chainDirect, "OpenSSH / direct"},
+	{chainOpenSSHGCM, chainDirect, "OpenSSH-gcm / direct"},
 	{chainUserspace, chainSluice, "userspace / sluice"},
 	{chainSrun, chainSluice, "srun / sluice"},
 	{chainSrun, chainUserspace, "srun / userspace"},

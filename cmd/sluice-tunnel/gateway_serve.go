@@ -130,7 +130,7 @@ func serveGateway(ctx context.Context, c *config, g *gatewayServer, log *slog.Lo
 	g.placements.OnChange = srv.PlacementChanged
 	wg.Go(func() {
 		if err := g.placements.Run(ctx); err != nil {
-			log.Error("placement watcher stopped", "err", err)
+			log.Error("placement watcher stopped", "error", err)
 		}
 	})
 	log.Info("gateway listening", "version", version.String(), "addr", ln.Addr().String(),

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 )
 
@@ -274,29 +275,7 @@ func startNodeEcho(t *testing.T, r *testrig.Rig, port int) {
 // cluster side) and returns its address.
 func startLocalEcho(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-			})
-		}
-	})
-	return ln.Addr().String()
+	return sshxtest.ServeLoopback(t, sshxtest.Echo)
 }
 
 // echo sends payload to addr, half-closes, and checks that the same bytes

@@ -69,7 +69,13 @@ h() {
 		"$(printf '%s:%s' "${RIG_REGISTRY_USER}" "$(<"${RIG_REGISTRY_PASSWORD_FILE}")" | base64 -w0)" >"${work}/docker/config.json"
 )
 DOCKER_CONFIG="${work}/docker" go run ./hack/tools/images -out "${work}/images" -images sluice-vk,sluice-tunnel \
-	-version "${version}" -push "${registry}" -push-ca "${RIG_REGISTRY_CA}"
+	-version "${version}" -push "${registry}" -push-ca "${RIG_REGISTRY_CA}" >"${work}/pushed.txt"
+# pulled by digest ("NAME DIGEST FILE" lines): the node may hold an
+# earlier demo's images under the same tag
+digest() { awk -v n="/$1:" 'index($1, n) { print $2 }' "${work}/pushed.txt"; }
+vk_digest="$(digest sluice-vk)"
+tunnel_digest="$(digest sluice-tunnel)"
+[[ "${vk_digest}" == sha256:* && "${tunnel_digest}" == sha256:* ]] || fail "no digests pushed: $(cat "${work}/pushed.txt")"
 h registry login "${RIG_REGISTRY}" --username "${RIG_REGISTRY_USER}" --password-stdin \
 	--ca-file "${RIG_REGISTRY_CA}" <"${RIG_REGISTRY_PASSWORD_FILE}"
 h package charts/sluice --destination "${work}" --version "${chart_version}" --app-version "${version}"
@@ -133,7 +139,7 @@ config:
       LoginHost: ${RIG_LOGIN_ADDR}
       Port: ${RIG_LOGIN_PORT}
       User: ${RIG_USER}
-      TunnelImage: ${registry}/sluice-tunnel:${version}
+      TunnelImage: ${registry}/sluice-tunnel:${version}@${tunnel_digest}
       Reverse:
         Enabled: true
 credentials:
@@ -141,6 +147,10 @@ credentials:
 image:
   repository: ${registry}/sluice-vk
   tag: ${version}
+  digest: ${vk_digest}
+gateway:
+  image:
+    digest: ${tunnel_digest}
 imagePullSecrets: [{name: regcred}]
 log:
   format: text
@@ -210,13 +220,14 @@ installed=
 step "nothing left behind"
 left=0
 check() { # check WHAT COUNT-COMMAND...: prints ok when the command counts 0
-	local what=$1 n
+	local what=$1 out
 	shift
-	n=$("$@" 2>/dev/null | grep -c . || true)
-	if [[ "${n}" == 0 ]]; then
+	out=$("$@" 2>/dev/null || true)
+	if [[ -z "${out}" ]]; then
 		printf 'ok    no %s\n' "${what}"
 	else
-		printf 'LEFT  %s: %s\n' "${what}" "${n}"
+		printf 'LEFT  %s: %s\n' "${what}" "$(printf '%s' "${out}" | grep -c .)"
+		printf '%s\n' "${out}" | sed 's/^/        /'
 		left=1
 	fi
 }
@@ -224,6 +235,9 @@ for _ in $(seq 30); do # the garbage collector deletes the key's copy
 	[[ -z "$(k -n "${tenant}" get secrets -l sluice.io/copy=true -o name 2>/dev/null)" ]] && break
 	sleep 1
 done
+# the gateway's pods are a Deployment's, not objects of the release that
+# helm waits for: they end after it, within their grace period
+k -n "${system}" wait --for=delete pod -l app.kubernetes.io/instance="${release}" --timeout=60s >/dev/null 2>&1 || true
 check "node ${node}" k get node "${node}" -o name
 check "node Lease" k -n kube-node-lease get lease "${node}" -o name
 check "leader Lease" k -n "${system}" get lease "sluice-vk-${node}" -o name

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/gateway"
 	"github.com/sluice-hpc/sluice/internal/gateway/gatewaytest"
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 	"github.com/sluice-hpc/sluice/internal/tunnel"
 	"golang.org/x/crypto/ssh"
@@ -269,27 +270,15 @@ func nodeEcho(t *testing.T, r *testrig.Rig) int {
 // reverse tunnel), a server that answers each line with name and the line.
 func clusterEcho(t *testing.T, name string) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					fmt.Fprintf(c, "%s %s\n", name, sc.Text())
-				}
-			}()
+	addr := sshxtest.ServeLoopback(t, func(c net.Conn) {
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			fmt.Fprintf(c, "%s %s\n", name, sc.Text())
 		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	})
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // viaForward sends a line through the forward's listener and reads the

@@ -143,29 +143,17 @@ func TestPortForwardStreamIdle(t *testing.T) {
 // connection.
 func chattyJob(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	addr := sshxtest.ServeLoopback(t, func(c net.Conn) {
+		b := make([]byte, 32<<10)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := c.Write(b); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 32<<10)
-				for {
-					if _, err := c.Write(b); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	})
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // TestPortForwardStalledClient: a session whose client stops reading is

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // nodeNetns is the network namespace the rig runs the compute node in.
@@ -154,6 +155,13 @@ busybox httpd -f -p 127.0.0.1:8080 -h /tmp/www
 	cm.Data[shadow.NodeKey] = nodeAddr
 	if _, err := e.client.CoreV1().ConfigMaps(shadowNS).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("update the node ConfigMap: %v", err)
+	}
+	// As sluice-vk does after writing it: a change of the shadow pod makes
+	// the kubelet bring the mounted ConfigMap up to date now, not at its
+	// next periodic sync (a minute or two).
+	nudge := []byte(`{"metadata":{"annotations":{"e2e.sluice.io/node-changed":"` + nodeAddr + `"}}}`)
+	if _, err := e.client.CoreV1().Pods(shadowNS).Patch(ctx, before.Name, types.MergePatchType, nudge, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("nudge the shadow pod: %v", err)
 	}
 	e.waitTunnel("follow", corev1.ConditionTrue, "up on node "+nodeAddr)
 	if !get() {

@@ -167,7 +167,10 @@ log:
 		"--set-file", "credentials.privateKey=" + rig.Get(t, "RIG_KEY"),
 		"--set-file", "credentials.knownHosts=" + rig.Get(t, "RIG_KNOWN_HOSTS"),
 		"--set-file", "credentials.nodeKnownHosts=" + rig.Get(t, "RIG_NODE_KNOWN_HOSTS"),
-		"--set-string", "config.Network.TenantNamespace=" + tenant}
+		"--set-string", "config.Network.TenantNamespace=" + tenant,
+		// by digest: the node may hold an earlier run's images under the tag
+		"--set-string", "image.digest=" + reg.digests["sluice-vk"],
+		"--set-string", "gateway.image.digest=" + reg.digests["sluice-tunnel"]}
 	out, err := r.run(append(append(args, shadowPull...), reg.helmFlags()...)...)
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)

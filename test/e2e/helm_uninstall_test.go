@@ -70,10 +70,12 @@ func TestHelmUninstall(t *testing.T) {
 	var left []string
 	for _, l := range leftovers(ctx, e.client, r.ns, e.ns) {
 		// the release's namespace holds nothing but what Kubernetes puts in
-		// every namespace; elsewhere, nothing named for the release
+		// every namespace and the pull Secret; elsewhere, nothing named for
+		// the release
 		ns, name, _ := strings.Cut(l.name, "/")
 		switch {
-		case ns == r.ns && !(l.kind == "ConfigMap" && name == "kube-root-ca.crt") && !(l.kind == "ServiceAccount" && name == "default"):
+		case ns == r.ns && !(l.kind == "ConfigMap" && name == "kube-root-ca.crt") && !(l.kind == "ServiceAccount" && name == "default") &&
+			!(l.kind == "Secret" && name == pullSecret): // the test's own, made before helm install
 		case strings.HasPrefix(name, r.name):
 		default:
 			continue

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,6 +39,10 @@ type registry struct {
 	dockerConfig string
 	// registryConfig is helm's registry login (--registry-config)
 	registryConfig string
+	// digests are the pushed images' manifest digests by name: the tests
+	// pull by digest, so that a node holding an image of an earlier run
+	// under the same tag does not run it
+	digests map[string]string
 }
 
 // prefix is where the tests' images and chart go.
@@ -46,8 +51,11 @@ func (g *registry) prefix() string { return g.addr + "/sluice-e2e" }
 // chart is the chart's oci:// reference.
 func (g *registry) chart() string { return "oci://" + g.prefix() + "/charts/sluice" }
 
-// image is the reference of image name (sluice-vk, sluice-tunnel) pushed.
-func (g *registry) image(name string) string { return g.prefix() + "/" + name + ":" + e2eVersion }
+// image is the reference of image name (sluice-vk, sluice-tunnel) pushed,
+// by its tag and digest.
+func (g *registry) image(name string) string {
+	return g.prefix() + "/" + name + ":" + e2eVersion + "@" + g.digests[name]
+}
 
 // helmFlags are the flags helm reaches the registry with: TLS checked
 // against the registry's CA, the login `helm registry login` keeps (the
@@ -119,6 +127,7 @@ func push(rig *testrig.Rig, t *testing.T, helm string) (*registry, error) {
 		return nil, err
 	}
 	g.registryConfig = filepath.Join(dir, "registry.json")
+	var stdout strings.Builder
 	run := func(name string, env []string, args ...string) error {
 		cmd := exec.Command(name, args...)
 		cmd.Dir = repoRoot()
@@ -126,8 +135,11 @@ func push(rig *testrig.Rig, t *testing.T, helm string) (*registry, error) {
 		if args[0] == "registry" {
 			cmd.Stdin = strings.NewReader(g.password)
 		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+		var stderr strings.Builder
+		stdout.Reset()
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s %s: %v\n%s%s", filepath.Base(name), strings.Join(args, " "), err, stdout.String(), stderr.String())
 		}
 		return nil
 	}
@@ -135,6 +147,22 @@ func push(rig *testrig.Rig, t *testing.T, helm string) (*registry, error) {
 		"-out", filepath.Join(dir, "images"), "-images", "sluice-vk,sluice-tunnel", "-version", e2eVersion,
 		"-push", g.prefix(), "-push-ca", g.ca); err != nil {
 		return nil, err
+	}
+	// one "NAME DIGEST FILE" line per image, NAME its reference
+	g.digests = map[string]string{}
+	for line := range strings.Lines(stdout.String()) {
+		f := strings.Fields(line)
+		if len(f) != 3 || !strings.HasPrefix(f[1], "sha256:") {
+			continue
+		}
+		name := path.Base(f[0])
+		name, _, _ = strings.Cut(name, ":")
+		g.digests[name] = f[1]
+	}
+	for _, name := range []string{"sluice-vk", "sluice-tunnel"} {
+		if g.digests[name] == "" {
+			return nil, fmt.Errorf("the image tool printed no digest of %s: %q", name, stdout.String())
+		}
 	}
 	helmEnv := []string{"HELM_CONFIG_HOME=" + dir, "HELM_CACHE_HOME=" + dir, "HELM_DATA_HOME=" + dir}
 	if err := run(helm, helmEnv, "package", filepath.Join(repoRoot(), "charts", "sluice"), "--destination", dir,

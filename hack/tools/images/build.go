@@ -118,6 +118,12 @@ func buildImages(ctx context.Context, bb *binaryBuilder, o options, s stamp) ([]
 			if err := pushImage(ctx, o, img.Name, v1img); err != nil {
 				return nil, err
 			}
+			// the digest pulled by: the registry's manifest, as pushed
+			d, err := v1img.Digest()
+			if err != nil {
+				return nil, fmt.Errorf("digest of %s: %w", img.Name, err)
+			}
+			digest = d.String()
 		}
 		out = append(out, built{img.Name, digest, file})
 	}
