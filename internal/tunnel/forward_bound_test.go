@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 )
 
 // startJob listens on 127.0.0.1, where the fake compute node's sshd dials
@@ -26,43 +26,8 @@ func startJob(t testing.TB, serve func(net.Conn)) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveConns(t, ln, serve)
+	sshxtest.Serve(t, ln, serve)
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// serveConns serves each connection accepted on ln with serve, in its own
-// goroutine, until the test ends; then it closes them and waits for serve
-// to return.
-func serveConns(t testing.TB, ln net.Listener, serve func(net.Conn)) {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns = map[net.Conn]bool{}
-	)
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				serve(c)
-			})
-		}
-	})
 }
 
 // echoJob sends back what it reads, then half-closes.

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/sluice-hpc/sluice/internal/socks"
+	"github.com/sluice-hpc/sluice/internal/sshx/sshxtest"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 )
 
@@ -136,7 +137,7 @@ func nonLoopbackAddr(t *testing.T) netip.Addr {
 
 // echoOn echoes every connection accepted on ln, half-closing after EOF.
 func echoOn(t *testing.T, ln net.Listener) {
-	serveConns(t, ln, echoJob)
+	sshxtest.Serve(t, ln, echoJob)
 }
 
 // startSocks serves the SOCKS proxy of s on a loopback port and returns its

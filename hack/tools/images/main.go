@@ -23,6 +23,8 @@
 // -push pushes what is built to REGISTRY/PREFIX/<image>:<tag> with
 // go-containerregistry, with the credentials of $DOCKER_CONFIG/config.json
 // (`crane auth login`), TLS verified against the system's CAs and -push-ca.
+// The DIGEST printed for a pushed image is the registry's manifest, the one
+// to pull by (the chart's image.digest and gateway.image.digest).
 //
 // The same source gives the same digests: binaries are built with
 // CGO_ENABLED=0 -trimpath -buildvcs=false -ldflags "-s -w -buildid=" and

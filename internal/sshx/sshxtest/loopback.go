@@ -26,17 +26,23 @@ func Echo(c net.Conn) {
 	}
 }
 
-// ServeLoopback listens on a TCP port of 127.0.0.1 and runs handle on each
-// connection it accepts, in a goroutine of its own, closing the connection
-// when handle returns. It returns the address. When the test ends, the
-// listener and every connection still open are closed and the handlers
-// waited for.
+// ServeLoopback listens on a TCP port of 127.0.0.1, serves it as Serve
+// does, and returns its address.
 func ServeLoopback(t testing.TB, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	Serve(t, ln, handle)
+	return ln.Addr().String()
+}
+
+// Serve runs handle on each connection accepted on ln, in a goroutine of
+// its own, closing the connection when handle returns. When the test ends,
+// ln and every connection still open are closed and the handlers waited
+// for.
+func Serve(t testing.TB, ln net.Listener, handle func(net.Conn)) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -71,5 +77,4 @@ func ServeLoopback(t testing.TB, handle func(net.Conn)) string {
 			})
 		}
 	})
-	return ln.Addr().String()
 }
