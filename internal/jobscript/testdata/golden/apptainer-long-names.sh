@@ -7,7 +7,7 @@
 # Rendered by sluice: the batch script of pod
 # nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxn/axxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxa.axxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxa.axxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxa.bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 # (uid ffffffff-ffff-4fff-bfff-ffffffffffff).
-# Every file it writes is in the job directory: see internal/slurm/layout.go.
+# Every file it writes is in the job directory: see internal/jobscript/layout.go.
 # shellcheck disable=SC2016 # the containers' arguments are literal: '$' in them stays '$'
 
 sluice_dir=/scratch/alice/.sluice/nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxn-ffffffff-ffff-4fff-bfff-ffffffffffff

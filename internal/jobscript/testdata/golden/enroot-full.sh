@@ -14,7 +14,7 @@
 # Rendered by sluice: the batch script of pod
 # team-a/train-7f9c
 # (uid 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b).
-# Every file it writes is in the job directory: see internal/slurm/layout.go.
+# Every file it writes is in the job directory: see internal/jobscript/layout.go.
 # shellcheck disable=SC2016 # the containers' arguments are literal: '$' in them stays '$'
 
 sluice_dir=/scratch/alice/.sluice/team-a-6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b

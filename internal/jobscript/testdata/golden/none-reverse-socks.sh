@@ -7,7 +7,7 @@
 # Rendered by sluice: the batch script of pod
 # default/hello
 # (uid 0a1b2c3d-0000-4000-8000-000000000001).
-# Every file it writes is in the job directory: see internal/slurm/layout.go.
+# Every file it writes is in the job directory: see internal/jobscript/layout.go.
 # shellcheck disable=SC2016 # the containers' arguments are literal: '$' in them stays '$'
 
 sluice_dir=/scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001
