@@ -7,6 +7,19 @@
 {{- end -}}
 {{- end -}}
 
+{{/* The name of a cluster-scoped object of the release: (list . BASE)
+gives <namespace>.<BASE>.<node>. Releases are one per tenant, in namespaces
+of their own, and two of them may share a release name: cluster-scoped
+names carry the release's namespace (a label, so no dot of its own makes
+two names meet) and its node, so that no release can collide with, adopt or
+delete another's objects. Each part is at most 63 characters (a namespace,
+the full name and its suffix, config.NodeName in the schema): the whole
+stays under the API's 253. */}}
+{{- define "sluice.clusterName" -}}
+{{- $ := index . 0 -}}
+{{- printf "%s.%s.%s" $.Release.Namespace (index . 1) $.Values.config.NodeName -}}
+{{- end -}}
+
 {{- define "sluice.selectorLabels" -}}
 app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
