@@ -2,9 +2,13 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sluice-hpc/sluice/internal/jobscript"
+	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/tunnel"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -14,8 +18,9 @@ const nodeWriteTimeout = time.Minute
 
 // handOver makes the ready successor the pod's current job: the pod's
 // status follows it, the shadow's tunnels are sent to its node and socket
-// directory (as after a requeue), and once they had HandoverSettle to move,
-// the old job is sent SIGTERM with the pod's grace period and cancelled.
+// directory (as after a requeue), and once the forward tunnel says it
+// serves the successor (awaitTunnels), the old job is sent SIGTERM with the
+// pod's grace period and cancelled.
 // Connections open on the old job last until it ends.
 func (p *Provider) handOver(ctx context.Context, st *podState, succ *successor) {
 	now := p.cfg.Now()
@@ -46,7 +51,8 @@ func (p *Provider) handOver(ctx context.Context, st *podState, succ *successor) 
 	if shadowed {
 		p.followNode(st, js.BatchHost)
 		p.awaitNode(ctx, st, string(js.JobID))
-		if !sleep(ctx, p.cfg.HandoverSettle) {
+		p.awaitTunnels(ctx, st, js.BatchHost, succ.socketDir)
+		if ctx.Err() != nil {
 			return
 		}
 	}
@@ -86,4 +92,78 @@ func (p *Provider) awaitNode(ctx context.Context, st *podState, job string) {
 		case <-tick.C:
 		}
 	}
+}
+
+// awaitTunnels waits until the forward tunnel of st's shadow says it is up
+// on node and, when it goes through the job's relay, reads the successor's
+// socketDir: new connections then reach the successor. It gives up after
+// HandoverTimeout, with a Warning, and the old job is ended all the same: its
+// time limit would end it anyway. A shadow without a forward tunnel has
+// nothing to wait for.
+func (p *Provider) awaitTunnels(ctx context.Context, st *podState, node, socketDir string) {
+	p.mu.Lock()
+	pod := st.shadowOf.DeepCopy()
+	p.mu.Unlock()
+	if pod == nil {
+		return
+	}
+	start := p.cfg.Now()
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.HandoverTimeout)
+	defer cancel()
+	tick := time.NewTicker(p.cfg.TunnelPoll)
+	defer tick.Stop()
+	last := "no shadow pod yet"
+	for {
+		if p.isDeleting(st) {
+			return
+		}
+		moved, why := p.tunnelsMoved(ctx, pod, node, socketDir)
+		if moved {
+			p.log.Info("provider: the forward tunnel serves the successor", "pod", keyOf(pod), "node", node, "after", p.cfg.Now().Sub(start).Round(time.Millisecond))
+			return
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				p.event(pod, corev1.EventTypeWarning, EventTunnelLate, "the forward tunnel did not move to the successor within %s (%s); the old job is ended all the same", p.cfg.HandoverTimeout, last)
+			}
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// tunnelsMoved reports whether the forward tunnel of pod's shadow is up on
+// node and, when it has an entry directory, reads socketDir; else it says
+// what it is doing instead.
+func (p *Provider) tunnelsMoved(ctx context.Context, pod *corev1.Pod, node, socketDir string) (bool, string) {
+	sp, err := p.cfg.Shadows.ShadowPod(ctx, pod)
+	if err != nil {
+		return false, err.Error()
+	}
+	if sp == nil {
+		return false, "no shadow pod"
+	}
+	entry, forward := shadow.ForwardEntry(sp)
+	if !forward {
+		return true, ""
+	}
+	snaps, err := p.cfg.Shadows.TunnelStatus(ctx, sp)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, s := range snaps {
+		if s.Mode != tunnel.ModeForward {
+			continue
+		}
+		switch {
+		case s.State != tunnel.StateUp || s.Node != node:
+			return false, fmt.Sprintf("forward %s on node %q", s.State, s.Node)
+		case entry && s.EntryDir != socketDir:
+			return false, fmt.Sprintf("forward entry %q", s.EntryDir)
+		}
+		return true, ""
+	}
+	return false, "forward tunnel not running"
 }

@@ -98,10 +98,15 @@ type Config struct {
 	// its slot back; the attempt is then retried, and Submit adopts a job
 	// that the cut-short sbatch did submit. If zero, 5 minutes.
 	SubmitTimeout time.Duration
-	// HandoverSettle is the time the tunnels of a pod's shadow are given
-	// to move to a successor job (sluice.io/renew-before), once the shadow
-	// was told of its node, before the old job is cancelled. If zero, 10s.
-	HandoverSettle time.Duration
+	// HandoverTimeout bounds the wait, once the shadow was told of a
+	// successor job's node (sluice.io/renew-before), for its forward
+	// tunnel to say it is up on that node (and, through a relay, on the
+	// successor's socket directory); the old job is ended after it all the
+	// same. If zero, 1m.
+	HandoverTimeout time.Duration
+	// TunnelPoll is the time between two reads of the tunnels' state while
+	// a handover waits for them. If zero, 250ms.
+	TunnelPoll time.Duration
 	// Logger receives what the provider does not return. If nil, slog.Default().
 	Logger *slog.Logger
 	// Now tells the time. If nil, time.Now.
@@ -171,8 +176,11 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.SubmitTimeout <= 0 {
 		cfg.SubmitTimeout = 5 * time.Minute
 	}
-	if cfg.HandoverSettle <= 0 {
-		cfg.HandoverSettle = 10 * time.Second
+	if cfg.HandoverTimeout <= 0 {
+		cfg.HandoverTimeout = time.Minute
+	}
+	if cfg.TunnelPoll <= 0 {
+		cfg.TunnelPoll = 250 * time.Millisecond
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second

@@ -30,6 +30,9 @@ const (
 	// EventRenewalImpossible warns that the job's time limit, as Slurm
 	// gives it, is not longer than the lead time: no successor is made.
 	EventRenewalImpossible = "RenewalImpossible"
+	// EventTunnelLate warns that the forward tunnel did not say it serves
+	// the successor within HandoverTimeout: the old job is ended anyway.
+	EventTunnelLate = "TunnelLate"
 )
 
 // ConditionCurrentJob names the job that serves the pod now: its reason

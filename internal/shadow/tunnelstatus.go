@@ -117,6 +117,25 @@ func (m *Manager) readStatus(ctx context.Context, url string) (tunnel.Snapshot, 
 	return snap, nil
 }
 
+// ForwardEntry reports whether sp, a shadow pod, has a forward tunnel
+// (forward), and whether that tunnel goes through the job's relay, reading
+// the pod's socket directory from the node ConfigMap (entry): its status
+// then names the directory it reads (tunnel.Snapshot.EntryDir).
+func ForwardEntry(sp *corev1.Pod) (entry, forward bool) {
+	for _, c := range sp.Spec.Containers {
+		if c.Name != ContainerForward {
+			continue
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--entry-dir-file=") {
+				return true, true
+			}
+		}
+		return false, true
+	}
+	return false, false
+}
+
 // statusPort is the port of the metrics server of tunnel container c, from
 // the --metrics flag that args.go gave it.
 func statusPort(c corev1.Container) (int, bool) {

@@ -150,6 +150,9 @@ func (f *Forward) Run(ctx context.Context) error {
 	w.poll()
 	wg.Go(func() { w.run(ctx) })
 	wg.Go(func() { l.keepUp(ctx, w.every) })
+	if f.EntryDirFile != "" {
+		wg.Go(func() { watchEntryDir(ctx, f.EntryDirFile, w.every, f.Status) })
+	}
 
 	b := newBounds(f.limits(), f.Metrics)
 	errs := make(chan error, len(lns))

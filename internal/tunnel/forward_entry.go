@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -36,6 +37,24 @@ func readEntryDir(file string) (string, error) {
 		return "", &entryError{err}
 	}
 	return dir, nil
+}
+
+// watchEntryDir reads file every period until ctx ends and records in
+// status the socket directory new connections go to ("" while file names
+// none): the virtual kubelet waits for a successor's before it ends the job
+// handed over from.
+func watchEntryDir(ctx context.Context, file string, every time.Duration, status *Status) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		dir, _ := readEntryDir(file) // the error says "none": dir is ""
+		status.setEntryDir(dir)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // openEntry opens the relay's forward entry in dir on the node over c (a

@@ -1,11 +1,13 @@
 package tunnel
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadEntryDir(t *testing.T) {
@@ -40,5 +42,32 @@ func TestReadEntryDir(t *testing.T) {
 	}
 	if got := refusal(&entryError{errors.New("refused")}); got != RefusedDial {
 		t.Errorf("refusal of an entry error: got %q; want %q", got, RefusedDial)
+	}
+}
+
+// TestWatchEntryDir: the status follows the file, the way a renewal
+// rewrites it, and says "" while it names no directory.
+func TestWatchEntryDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "socket-dir")
+	status := NewStatus("forward")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchEntryDir(ctx, file, 5*time.Millisecond, status)
+	}()
+	defer func() { cancel(); <-done }()
+	for _, content := range []string{"/tmp/sock/a-r0\n", "/tmp/sock/a-r1\n", "", "relative"} {
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := readEntryDir(file)
+		deadline := time.Now().Add(5 * time.Second)
+		for status.Snapshot().EntryDir != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("after writing %q: status entry directory %q; want %q", content, status.Snapshot().EntryDir, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }

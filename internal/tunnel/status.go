@@ -31,6 +31,12 @@ const (
 	StateHostKeyRejected State = "host-key-rejected"
 )
 
+// The modes a Snapshot names.
+const (
+	ModeForward = "forward"
+	ModeReverse = "reverse"
+)
+
 // Snapshot is a tunnel's state at one moment, as GET /status of
 // sluice-tunnel serves it (JSON) and the virtual kubelet reads it.
 type Snapshot struct {
@@ -46,6 +52,11 @@ type Snapshot struct {
 	// Ups counts the times the tunnel came up: above 1, it came back after
 	// a loss.
 	Ups int `json:"ups"`
+	// EntryDir is the pod's socket directory whose relay new forward
+	// connections go to (a Forward with an EntryDirFile), as last read: ""
+	// while none is known. After a renewal it names the successor's, once
+	// the tunnel reads it.
+	EntryDir string `json:"entryDir,omitempty"`
 }
 
 // Status holds a tunnel's Snapshot, updated by the tunnel as it goes. A
@@ -92,6 +103,17 @@ func (s *Status) set(state State, node string, err error) {
 	if err != nil && (state == StateDown || state == StateHostKeyRejected) {
 		s.cur.Error = err.Error()
 	}
+}
+
+// setEntryDir records dir as the socket directory new forward connections
+// go to.
+func (s *Status) setEntryDir(dir string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur.EntryDir = dir
 }
 
 // failed records a failed or lost connection to node: rejected when err is
