@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"golang.org/x/crypto/ssh"
 )
@@ -155,9 +156,17 @@ func (sc *shadowConn) forward(nch ssh.NewChannel) {
 	}
 	up, err := dialForward(sc.ctx, node.client, sc.grant, port)
 	if err != nil {
-		// Nothing listening on the job's port is usual while it starts.
+		// Nothing listening on the job's port is usual while it starts;
+		// another user holding it, or a bad port file, is for the pod's
+		// author: Prohibited tells the shadow to report it (tunnel.Status,
+		// then an Event), at a pace a log line per connection would not keep.
+		why := ssh.ConnectionFailed
+		var rf *relay.RefusedError
+		if errors.As(err, &rf) && rf.Report {
+			why = ssh.Prohibited
+		}
 		sc.log.Debug("forward failed", "port", port, "error", err)
-		nch.Reject(ssh.ConnectionFailed, err.Error())
+		nch.Reject(why, err.Error())
 		return
 	}
 	ch, reqs, err := nch.Accept()

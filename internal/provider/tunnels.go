@@ -17,6 +17,11 @@ const (
 	EventTunnelLost    = "TunnelLost"
 	EventTunnelBack    = "TunnelBack"
 	EventTunnelHostKey = "TunnelHostKeyRejected"
+	// EventForwardRefused warns that the site refused connections to the
+	// job for a reason its author is to be told of: another user holds the
+	// job's port on the node, its port file is bad, forwarding is
+	// prohibited.
+	EventForwardRefused = "ForwardRefused"
 )
 
 // ConditionTunnelReady is the pod condition that tells whether the tunnels
@@ -36,6 +41,9 @@ type tunnelSeen struct {
 	// instance is the tunnel's process: the shadow pod's UID and the
 	// container's restart count (tunnelInstance). A new one starts over.
 	instance string
+	// refused is the tunnel's count of refusals to report
+	// (tunnel.Snapshot.Refused) when last seen.
+	refused int
 }
 
 // tunnelInstance names the process that runs mode's tunnel in shadow pod
@@ -77,7 +85,7 @@ func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Sna
 			prev = &tunnelSeen{}
 		}
 		cur := &tunnelSeen{state: s.State, node: s.Node, ups: s.Ups, lost: prev.lost, instance: tunnelInstance(sp, s.Mode),
-			everUp: prev.everUp || s.State == tunnel.StateUp}
+			everUp: prev.everUp || s.State == tunnel.StateUp, refused: s.Refused}
 		if prev.instance != "" && cur.instance != prev.instance {
 			// The process that held the tunnel is gone: what it counted
 			// is not this one's to compare with.
@@ -87,6 +95,10 @@ func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Sna
 			}
 			prev = &tunnelSeen{state: tunnel.StateDown, everUp: prev.everUp}
 			cur.lost = true
+		}
+		if n := s.Refused - prev.refused; n > 0 {
+			events = append(events, event{corev1.EventTypeWarning, EventForwardRefused,
+				fmt.Sprintf("%d connection(s) to the job refused on the site since the last report; the last: %s", n, s.LastRefusal)})
 		}
 		switch s.State {
 		case tunnel.StateUp:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-hpc/sluice/internal/shadow"
 	"github.com/sluice-hpc/sluice/internal/slurm"
@@ -173,5 +174,30 @@ func TestReplacedShadowPodGivesTunnelEvents(t *testing.T) {
 	}
 	if counts[EventTunnelReady] != 1 || counts[EventTunnelLost] != 2 || counts[EventTunnelBack] != 2 {
 		t.Errorf("events %v; want 1 TunnelReady, 2 TunnelLost, 2 TunnelBack (events %q)", counts, h.events)
+	}
+}
+
+// TestForwardRefusedGivesEvents: refusals the forward tunnel counts for
+// the pod's author become a Warning naming how many since the last one and
+// the last reason; the same count again says nothing more.
+func TestForwardRefusedGivesEvents(t *testing.T) {
+	h, shadows, pod, _ := runShadowed(t, "squatted")
+	shadows.mu.Lock()
+	shadows.pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-shadow", Name: "s-abc",
+		Labels: map[string]string{shadow.LabelPodUID: string(pod.UID)}}}
+	shadows.mu.Unlock()
+	owned := "relay refused the forward: port 8080: listener 127.0.0.1:8080 owned by uid 1002, not the job's uid 1001"
+	fwd := func(refused int, last string) tunnel.Snapshot {
+		return tunnel.Snapshot{Mode: tunnel.ModeForward, State: tunnel.StateUp, Node: "node1", Ups: 1, Refused: refused, LastRefusal: last}
+	}
+	shadows.setTunnels(fwd(0, ""))
+	h.waitEvent("Normal TunnelReady forward tunnel up")
+	shadows.setTunnels(fwd(2, owned))
+	h.waitEvent("Warning ForwardRefused 2 connection(s) to the job refused on the site since the last report; the last: " + owned)
+	shadows.setTunnels(fwd(5, "port file: line 1: bad"))
+	h.waitEvent("Warning ForwardRefused 3 connection(s) to the job refused on the site since the last report; the last: port file: line 1: bad")
+	time.Sleep(100 * time.Millisecond) // twenty more polls with the same count
+	if n := h.eventsWith(EventForwardRefused); n != 2 {
+		t.Errorf("%d %s Events; want 2", n, EventForwardRefused)
 	}
 }

@@ -54,7 +54,7 @@ func (r *Relay) handleForward(ctx context.Context, c *net.UnixConn) {
 	c.SetDeadline(time.Now().Add(replyTimeout))
 	if rf != nil {
 		r.fails.record(rf.kind, "reason", rf.reason)
-		refuseConn(c, rf.reason)
+		refuseConn(c, rf.reason, rf.kind == forwardOwner || rf.kind == forwardPortFile)
 		return
 	}
 	if _, err := c.Write([]byte(replyOK + "\n")); err != nil {
@@ -70,8 +70,8 @@ func (r *Relay) handleForward(ctx context.Context, c *net.UnixConn) {
 // refuseConn writes the refusal line to c and ends its write side, then
 // reads what the client sent, for a moment: a unix socket closed with bytes
 // unread resets the connection, and the client could lose the line.
-func refuseConn(c *net.UnixConn, reason string) {
-	if _, err := c.Write(refusalLine(reason)); err != nil {
+func refuseConn(c *net.UnixConn, reason string, report bool) {
+	if _, err := c.Write(refusalLine(reason, report)); err != nil {
 		return
 	}
 	c.CloseWrite()

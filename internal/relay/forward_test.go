@@ -123,11 +123,13 @@ func checkNothingQueued(t *testing.T, ln *net.TCPListener, who string) {
 	}
 }
 
-func wantRefused(t *testing.T, what string, got string, err error, reason string) {
+// wantRefused checks that err is a refusal saying reason, to be reported
+// to the pod's author (another user's listener, a bad port file) or not.
+func wantRefused(t *testing.T, what string, got string, err error, reason string, report bool) {
 	t.Helper()
 	var rf *RefusedError
-	if !errors.As(err, &rf) || !strings.Contains(rf.Reason, reason) {
-		t.Errorf("%s: got %q, %v; want a refusal saying %q", what, got, err, reason)
+	if !errors.As(err, &rf) || !strings.Contains(rf.Reason, reason) || rf.Report != report {
+		t.Errorf("%s: got %q, %v (%+v); want a refusal saying %q, reported %v", what, got, err, rf, reason, report)
 	}
 }
 
@@ -143,7 +145,7 @@ func TestForwardOwnerChecked(t *testing.T) {
 	ownedByBob := fmt.Sprintf("port %d: listener 127.0.0.1:%d owned by uid %d, not the job's uid %d", port, port, users.bob.uid, users.alice.uid)
 
 	got, err := s.through(port, "to bob?\n")
-	wantRefused(t, "bob's listener only", got, err, ownedByBob)
+	wantRefused(t, "bob's listener only", got, err, ownedByBob, true)
 
 	jobAddr := netip.AddrPortFrom(s.addr, port)
 	stop := startTCPEcho(t, users.alice, jobAddr)
@@ -155,9 +157,9 @@ func TestForwardOwnerChecked(t *testing.T) {
 	}
 	stop()
 	got, err = s.through(port, "to bob?\n")
-	wantRefused(t, "the job's listener gone", got, err, ownedByBob)
+	wantRefused(t, "the job's listener gone", got, err, ownedByBob, true)
 	got, err = s.through(port+1, "x")
-	wantRefused(t, "another port", got, err, fmt.Sprintf("port %d: nothing listens on %v, 127.0.0.1 or [::1]", port+1, s.addr))
+	wantRefused(t, "another port", got, err, fmt.Sprintf("port %d: nothing listens on %v, 127.0.0.1 or [::1]", port+1, s.addr), false)
 	checkNothingQueued(t, bobs, users.bob.name)
 
 	log := s.proc.log(t)
@@ -197,7 +199,7 @@ func TestForwardPortFile(t *testing.T) {
 	startTCPEcho(t, users.alice, netip.AddrPortFrom(s.addr, actual))
 
 	got, err := s.through(declared, "x")
-	wantRefused(t, "no port file", got, err, fmt.Sprintf("port %d: nothing listens", declared))
+	wantRefused(t, "no port file", got, err, fmt.Sprintf("port %d: nothing listens", declared), false)
 	writeAs := func(content string) {
 		t.Helper()
 		if err := os.WriteFile(portFile, []byte(content), 0o644); err != nil {
@@ -214,12 +216,12 @@ func TestForwardPortFile(t *testing.T) {
 	}
 	writeAs(fmt.Sprintf("%d\n", actual))
 	got, err = s.through(declared, "x")
-	wantRefused(t, "malformed port file", got, err, fmt.Sprintf("port %d: port file: line 1:", declared))
+	wantRefused(t, "malformed port file", got, err, fmt.Sprintf("port %d: port file: line 1:", declared), true)
 	if err := os.Chown(portFile, int(users.bob.uid), int(users.bob.gid)); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.through(declared, "x")
-	wantRefused(t, "bob's port file", got, err, fmt.Sprintf("owned by uid %d", users.bob.uid))
+	wantRefused(t, "bob's port file", got, err, fmt.Sprintf("owned by uid %d", users.bob.uid), true)
 }
 
 // TestForwardBadHeader speaks something else to the forward entry.
@@ -268,7 +270,7 @@ func TestForwardChecksAcceptedSocket(t *testing.T) {
 	}()
 	s := &forwardSetup{users: users, addr: addr, dir: dir}
 	got, err := s.through(bobs.Port(), "to bob?\n")
-	wantRefused(t, "bob accepted", got, err, fmt.Sprintf("connection to %v accepted by uid %d, not the job's uid %d", bobs, users.bob.uid, users.alice.uid))
+	wantRefused(t, "bob accepted", got, err, fmt.Sprintf("connection to %v accepted by uid %d, not the job's uid %d", bobs, users.bob.uid, users.alice.uid), true)
 }
 
 // slogT logs to t.

@@ -22,7 +22,11 @@ import (
 // included: "ok\n", after which the channel carries the job's connection,
 // or "refused: <reason>\n", after which it closes the channel. The reason
 // is for the tunnel's log and the pod's Events: it names the port and why
-// (nothing listens, a listener another user owns, a bad port file).
+// (nothing listens, a listener another user owns, a bad port file). A
+// reason that starts with reportPrefix is one the pod's author is to be
+// told of (RefusedError.Report): the port is another user's, or the job's
+// port file is bad; the others (nothing listens yet, a slow accept) are
+// usual while a job starts.
 const (
 	forwardMagic     = "SLFW"
 	forwardVersion   = 1
@@ -30,6 +34,7 @@ const (
 	maxReplyLen      = 512
 	replyOK          = "ok"
 	replyRefused     = "refused: "
+	reportPrefix     = "report: "
 )
 
 // ForwardSocket is the name of the relay's forward entry in the pod's
@@ -71,6 +76,9 @@ func ParseForwardHeader(b []byte) (uint16, error) {
 type RefusedError struct {
 	// Reason is the relay's reason, as it wrote it.
 	Reason string
+	// Report: the pod's author is to be told (a Warning Event): another
+	// user holds the job's port, or the job's port file is bad.
+	Report bool
 }
 
 func (e *RefusedError) Error() string { return "relay refused the forward: " + e.Reason }
@@ -130,14 +138,16 @@ func readForwardReply(r io.Reader) error {
 	case s == replyOK:
 		return nil
 	case strings.HasPrefix(s, replyRefused):
-		return &RefusedError{Reason: strings.ToValidUTF8(s[len(replyRefused):], "?")}
+		reason, report := strings.CutPrefix(strings.ToValidUTF8(s[len(replyRefused):], "?"), reportPrefix)
+		return &RefusedError{Reason: reason, Report: report}
 	}
 	return fmt.Errorf("forward entry: unexpected answer %q", s)
 }
 
-// refusalLine is the answer line refusing a forward for reason, made to fit
-// in maxReplyLen and to stay one line whatever the reason holds.
-func refusalLine(reason string) []byte {
+// refusalLine is the answer line refusing a forward for reason, to be
+// reported to the pod's author when report is true, made to fit in
+// maxReplyLen and to stay one line whatever the reason holds.
+func refusalLine(reason string, report bool) []byte {
 	reason = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '
@@ -145,6 +155,9 @@ func refusalLine(reason string) []byte {
 		return r
 	}, reason)
 	line := replyRefused + reason
+	if report {
+		line = replyRefused + reportPrefix + reason
+	}
 	if len(line) > maxReplyLen-1 {
 		line = strings.ToValidUTF8(line[:maxReplyLen-1], "")
 	}

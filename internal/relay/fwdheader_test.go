@@ -104,14 +104,16 @@ func TestOpenForward(t *testing.T) {
 
 func TestRefusalLine(t *testing.T) {
 	for _, reason := range []string{"short", "two\nlines\r\x00", strings.Repeat("é", 600)} {
-		line := refusalLine(reason)
-		if len(line) > maxReplyLen || bytes.IndexByte(line, '\n') != len(line)-1 || !utf8.Valid(line) {
-			t.Errorf("refusalLine(%.20q): %q is not one valid line of at most %d bytes", reason, line, maxReplyLen)
-		}
-		err := readForwardReply(bytes.NewReader(line))
-		var rf *RefusedError
-		if !errors.As(err, &rf) || !strings.HasPrefix(reason, strings.Fields(rf.Reason)[0]) {
-			t.Errorf("refusalLine(%.20q) read back: %v", reason, err)
+		for _, report := range []bool{false, true} {
+			line := refusalLine(reason, report)
+			if len(line) > maxReplyLen || bytes.IndexByte(line, '\n') != len(line)-1 || !utf8.Valid(line) {
+				t.Errorf("refusalLine(%.20q, %v): %q is not one valid line of at most %d bytes", reason, report, line, maxReplyLen)
+			}
+			err := readForwardReply(bytes.NewReader(line))
+			var rf *RefusedError
+			if !errors.As(err, &rf) || !strings.HasPrefix(reason, strings.Fields(rf.Reason)[0]) || rf.Report != report {
+				t.Errorf("refusalLine(%.20q, %v) read back: %v (%+v)", reason, report, err, rf)
+			}
 		}
 	}
 }

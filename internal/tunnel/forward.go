@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	jobrelay "github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/sshx"
 	"golang.org/x/crypto/ssh"
 )
@@ -283,6 +284,9 @@ func (f *Forward) handle(ctx context.Context, client net.Conn, port int, l *link
 		return
 	case err != nil:
 		f.Metrics.Refused(refusal(err))
+		if reason, ok := siteRefusal(err); ok {
+			f.Status.siteRefused(reason)
+		}
 		log.Warn("forward dial failed: connection refused", "node", node, "error", err)
 		return
 	}
@@ -321,6 +325,26 @@ func refusal(err error) string {
 		return RefusedDial
 	}
 	return RefusedConnect
+}
+
+// siteRefusal says whether err is a refusal the pod's author is to be told
+// of, and why: the job's relay refused for a reason it reports (another
+// user's listener on the job's port, a bad port file), or the channel was
+// prohibited: by the gateway (the same relay refusals, or a port it does
+// not grant), or by an sshd that forbids forwarding.
+func siteRefusal(err error) (string, bool) {
+	var rf *jobrelay.RefusedError
+	var channel *ssh.OpenChannelError
+	switch {
+	case errors.As(err, &rf) && rf.Report:
+		return rf.Error(), true
+	case errors.As(err, &channel) && channel.Reason == ssh.Prohibited:
+		if channel.Message == "" {
+			return channel.Reason.String(), true
+		}
+		return channel.Message, true
+	}
+	return "", false
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,12 @@ type Snapshot struct {
 	// while none is known. After a renewal it names the successor's, once
 	// the tunnel reads it.
 	EntryDir string `json:"entryDir,omitempty"`
+	// Refused counts the connections the site refused, since the tunnel
+	// started, for a reason the pod's author is to be told of: another
+	// user holds the job's port, the job's port file is bad, forwarding is
+	// prohibited. LastRefusal is the last one's reason.
+	Refused     int    `json:"refused,omitempty"`
+	LastRefusal string `json:"lastRefusal,omitempty"`
 }
 
 // Status holds a tunnel's Snapshot, updated by the tunnel as it goes. A
@@ -114,6 +121,24 @@ func (s *Status) setEntryDir(dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cur.EntryDir = dir
+}
+
+// maxRefusalLen bounds a refusal's reason as Status keeps it: it ends in
+// an Event's message.
+const maxRefusalLen = 300
+
+// siteRefused records a connection the site refused for reason.
+func (s *Status) siteRefused(reason string) {
+	if s == nil {
+		return
+	}
+	if len(reason) > maxRefusalLen {
+		reason = strings.ToValidUTF8(reason[:maxRefusalLen], "") + "…"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur.Refused++
+	s.cur.LastRefusal = reason
 }
 
 // failed records a failed or lost connection to node: rejected when err is

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	jobrelay "github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/sshx"
+	"golang.org/x/crypto/ssh"
 )
 
 func TestStatusTransitions(t *testing.T) {
@@ -76,4 +80,37 @@ func TestStatusServeHTTP(t *testing.T) {
 	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
 	}
+}
+
+// TestSiteRefusal: what the pod's author is told of, and what not.
+func TestSiteRefusal(t *testing.T) {
+	owner := &jobrelay.RefusedError{Reason: "port 8080: listener 127.0.0.1:8080 owned by uid 1002, not the job's uid 1001", Report: true}
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"the relay's reported refusal, wrapped", fmt.Errorf("dial fwd.sock via login: %w", &entryError{owner}), owner.Error()},
+		{"the relay's usual refusal", &entryError{&jobrelay.RefusedError{Reason: "port 8080: nothing listens"}}, ""},
+		{"the gateway's prohibition", fmt.Errorf("dial: %w", &ssh.OpenChannelError{Reason: ssh.Prohibited, Message: "forward to port 8080 on node n1: " + owner.Error()}),
+			"forward to port 8080 on node n1: " + owner.Error()},
+		{"an sshd's prohibition, no message", &ssh.OpenChannelError{Reason: ssh.Prohibited}, "administratively prohibited"},
+		{"a failed connect", &ssh.OpenChannelError{Reason: ssh.ConnectionFailed, Message: "connect failed"}, ""},
+		{"no node", errNoNode, ""},
+	}
+	for _, tc := range cases {
+		got, ok := siteRefusal(tc.err)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: got %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
+	}
+	s := NewStatus(ModeForward)
+	s.siteRefused("short")
+	s.siteRefused(strings.Repeat("é", 400))
+	snap := s.Snapshot()
+	if snap.Refused != 2 || len(snap.LastRefusal) > maxRefusalLen+len("…") || !utf8.ValidString(snap.LastRefusal) {
+		t.Errorf("after two refusals: %d, %q; want 2 and a valid reason of at most %d bytes", snap.Refused, snap.LastRefusal, maxRefusalLen)
+	}
+	var none *Status
+	none.siteRefused("nothing kept") // a nil Status records nothing
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/user"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,7 +27,9 @@ import (
 // serves the pod's port on the node's 127.0.0.1 before the job starts; the
 // job serves it on its own address (SLUICE_POD_IP). The shadow's forward
 // goes through the job's relay, so the cluster's clients get the job's
-// answer, never bob's; so does kubectl port-forward, through sluice-vk.
+// answer, never bob's; so does kubectl port-forward, through sluice-vk. A
+// second port the pod declares and its job does not serve, which bob also
+// holds, is refused, and a ForwardRefused Event names bob's uid.
 func TestForwardSkipsAnotherUsersListener(t *testing.T) {
 	parallel(t)
 	keys := testrig.Load(t).Get(t, "RIG_NODE_KNOWN_HOSTS")
@@ -35,11 +38,20 @@ func TestForwardSkipsAnotherUsersListener(t *testing.T) {
 	startAsOnNode(t, e.rig.Get(t, "RIG_OTHER_USER"),
 		"socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", port), "SYSTEM:echo from-bob")
 	e.waitFor("bob on 127.0.0.1 of the node", 10*time.Second, func() bool { return nodeListens(port) })
+	// a port the pod declares and its job does not serve, which bob holds
+	squatted := freeNodePortE2E(t)
+	for squatted == port {
+		squatted = freeNodePortE2E(t)
+	}
+	startAsOnNode(t, e.rig.Get(t, "RIG_OTHER_USER"),
+		"socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", squatted), "SYSTEM:echo from-bob")
+	e.waitFor("bob on 127.0.0.1 of the node", 10*time.Second, func() bool { return nodeListens(squatted) })
 
 	script := fmt.Sprintf("busybox httpd -f -p \"$SLUICE_POD_IP:%d\" -h /etc &\nsleep 60\n", port)
 	pod := e.pod("entry", script)
 	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis.default:6379"}
-	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP},
+		{Name: "squatted", ContainerPort: int32(squatted), Protocol: corev1.ProtocolTCP}}
 	created := e.create(pod)
 	shadowNS := e.ns + shadow.ShadowSuffix
 	name := shadow.Name(created)
@@ -66,6 +78,20 @@ func TestForwardSkipsAnotherUsersListener(t *testing.T) {
 			t.Errorf("GET /hosts through the shadow: %q, %v; want the job's /etc/hosts", firstLine(body), err)
 		}
 	}
+
+	// bob's port is refused, and the pod's Events say why
+	if body, err := httpGet(serviceAddr(t, svc, squatted), "/"); err == nil || strings.Contains(body, "from-bob") {
+		t.Errorf("GET through the shadow to port %d, which bob holds: %q, %v; want it refused", squatted, firstLine(body), err)
+	}
+	bobUID := "owned by uid " + lookupUID(t, e.rig.Get(t, "RIG_OTHER_USER"))
+	e.waitFor("a ForwardRefused Event naming bob's listener", 60*time.Second, func() bool {
+		for _, ev := range e.events(created) {
+			if strings.HasPrefix(ev, "ForwardRefused:") && strings.Contains(ev, bobUID) {
+				return true
+			}
+		}
+		return false
+	})
 
 	// kubectl port-forward goes through the job's relay too.
 	local, _ := e.portForward(e.restConfig(), "entry", port, true)
@@ -108,4 +134,15 @@ func freeNodePortE2E(t *testing.T) int {
 	}
 	t.Fatal("no free port on the node")
 	return 0
+}
+
+// lookupUID is user's uid on this machine (the rig's users are the
+// site's), as a decimal string.
+func lookupUID(t *testing.T, name string) string {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatalf("user %s: %v", name, err)
+	}
+	return u.Uid
 }
