@@ -42,9 +42,17 @@ type tunnelSeen struct {
 	// container's restart count (tunnelInstance). A new one starts over.
 	instance string
 	// refused is the tunnel's count of refusals to report
-	// (tunnel.Snapshot.Refused) when last seen.
-	refused int
+	// (tunnel.Snapshot.Refused) when they were last reported, at
+	// reportedAt.
+	refused    int
+	reportedAt time.Time
 }
+
+// refusalEvery is the least time between two ForwardRefused Events of a
+// tunnel: a squatter on the job's port refuses every connection, and the
+// Events of an object are rate-limited together (client-go's spam filter),
+// so that one per connection would crowd the pod's other Events out.
+const refusalEvery = time.Minute
 
 // tunnelInstance names the process that runs mode's tunnel in shadow pod
 // sp: the pod's UID and the container's restarts. A pod the Deployment
@@ -79,13 +87,14 @@ func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Sna
 	if st.tunnels == nil {
 		st.tunnels = map[string]*tunnelSeen{}
 	}
+	now := p.cfg.Now()
 	for _, s := range snaps {
 		prev := st.tunnels[s.Mode]
 		if prev == nil {
 			prev = &tunnelSeen{}
 		}
 		cur := &tunnelSeen{state: s.State, node: s.Node, ups: s.Ups, lost: prev.lost, instance: tunnelInstance(sp, s.Mode),
-			everUp: prev.everUp || s.State == tunnel.StateUp, refused: s.Refused}
+			everUp: prev.everUp || s.State == tunnel.StateUp, refused: min(prev.refused, s.Refused), reportedAt: prev.reportedAt}
 		if prev.instance != "" && cur.instance != prev.instance {
 			// The process that held the tunnel is gone: what it counted
 			// is not this one's to compare with.
@@ -96,9 +105,10 @@ func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Sna
 			prev = &tunnelSeen{state: tunnel.StateDown, everUp: prev.everUp}
 			cur.lost = true
 		}
-		if n := s.Refused - prev.refused; n > 0 {
+		if n := s.Refused - cur.refused; n > 0 && (cur.reportedAt.IsZero() || now.Sub(cur.reportedAt) >= refusalEvery) {
 			events = append(events, event{corev1.EventTypeWarning, EventForwardRefused,
 				fmt.Sprintf("%d connection(s) to the job refused on the site since the last report; the last: %s", n, s.LastRefusal)})
+			cur.refused, cur.reportedAt = s.Refused, now
 		}
 		switch s.State {
 		case tunnel.StateUp:
@@ -126,7 +136,7 @@ func (p *Provider) applyTunnels(st *podState, sp *corev1.Pod, snaps []tunnel.Sna
 		}
 		st.tunnels[s.Mode] = cur
 	}
-	cond := tunnelCondition(sp != nil, snaps, p.cfg.Now())
+	cond := tunnelCondition(sp != nil, snaps, now)
 	changed := setCondition(&st.pod.Status.Conditions, cond)
 	st.tunnelCond = &cond
 	pod := st.pod.DeepCopy()

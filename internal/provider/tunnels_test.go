@@ -38,12 +38,18 @@ func (h *harness) waitTunnelCond(pod *corev1.Pod, status corev1.ConditionStatus,
 
 // runShadowed runs a pod exposing port 8080, with a fake shadow manager,
 // until its job runs on node1; it returns the pushed pod.
-func runShadowed(t *testing.T, name string) (*harness, *fakeShadows, *corev1.Pod, *corev1.Pod) {
+// Edits, if any, apply to its Config after the fake's.
+func runShadowed(t *testing.T, name string, edits ...func(*Config)) (*harness, *fakeShadows, *corev1.Pod, *corev1.Pod) {
 	t.Helper()
 	pod := testPod(name)
 	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
 	shadows := &fakeShadows{}
-	h := newHarness(t, func(c *Config) { c.Shadows = shadows }, pod)
+	h := newHarness(t, func(c *Config) {
+		c.Shadows = shadows
+		for _, edit := range edits {
+			edit(c)
+		}
+	}, pod)
 	if err := h.p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatalf("CreatePod: %v", err)
 	}
@@ -179,9 +185,12 @@ func TestReplacedShadowPodGivesTunnelEvents(t *testing.T) {
 
 // TestForwardRefusedGivesEvents: refusals the forward tunnel counts for
 // the pod's author become a Warning naming how many since the last one and
-// the last reason; the same count again says nothing more.
+// the last reason, at most once per refusalEvery, so that a squatter on
+// the job's port cannot crowd the pod's other Events out; the same count
+// again says nothing more.
 func TestForwardRefusedGivesEvents(t *testing.T) {
-	h, shadows, pod, _ := runShadowed(t, "squatted")
+	clk := &clock{t: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)}
+	h, shadows, pod, _ := runShadowed(t, "squatted", func(c *Config) { c.Now = clk.Now })
 	shadows.mu.Lock()
 	shadows.pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-shadow", Name: "s-abc",
 		Labels: map[string]string{shadow.LabelPodUID: string(pod.UID)}}}
@@ -195,6 +204,11 @@ func TestForwardRefusedGivesEvents(t *testing.T) {
 	shadows.setTunnels(fwd(2, owned))
 	h.waitEvent("Warning ForwardRefused 2 connection(s) to the job refused on the site since the last report; the last: " + owned)
 	shadows.setTunnels(fwd(5, "port file: line 1: bad"))
+	time.Sleep(100 * time.Millisecond) // twenty polls within the minute
+	if n := h.eventsWith(EventForwardRefused); n != 1 {
+		t.Errorf("%d %s Events within a minute; want 1", n, EventForwardRefused)
+	}
+	clk.set(clk.Now().Add(refusalEvery))
 	h.waitEvent("Warning ForwardRefused 3 connection(s) to the job refused on the site since the last report; the last: port file: line 1: bad")
 	time.Sleep(100 * time.Millisecond) // twenty more polls with the same count
 	if n := h.eventsWith(EventForwardRefused); n != 2 {
