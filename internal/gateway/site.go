@@ -27,12 +27,18 @@ type Site struct {
 	// KeepAliveInterval and KeepAliveTimeout pace the keepalives of every
 	// connection. If zero, 15s and 15s.
 	KeepAliveInterval, KeepAliveTimeout time.Duration
+	// BackoffMin and BackoffMax bound the wait after a failed attempt to
+	// reach the login node or a compute node, during which the shadows
+	// needing it are refused at once (retryGate). If zero, 500ms and 30s.
+	BackoffMin, BackoffMax time.Duration
 	// Log receives the connections' events. If nil, slog.Default().
 	Log *slog.Logger
 
-	mu    sync.Mutex
-	login *siteConn
-	nodes map[string]*siteConn // by node name
+	mu        sync.Mutex
+	login     *siteConn
+	nodes     map[string]*siteConn  // by node name
+	loginGate retryGate             // the login node's attempts
+	gates     map[string]*retryGate // each compute node's, while failing
 }
 
 // siteConn is one SSH connection to the site.
@@ -93,10 +99,17 @@ func (s *Site) Node(ctx context.Context, node string) (*nodeLease, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := s.Hop.Node(ctx, login.client, node)
-	if err != nil {
+	if err := s.gateOf(node).check(time.Now()); err != nil {
 		return nil, fmt.Errorf("connect to node %s: %w", node, err)
 	}
+	client, err := s.Hop.Node(ctx, login.client, node)
+	if err != nil {
+		if ctx.Err() == nil { // the site's failure, not the shadow gone
+			s.nodeFailed(node, err)
+		}
+		return nil, fmt.Errorf("connect to node %s: %w", node, err)
+	}
+	delete(s.gates, node)
 	c := &siteConn{client: client, node: node, dead: make(chan struct{})}
 	if s.nodes == nil {
 		s.nodes = make(map[string]*siteConn)
@@ -113,10 +126,17 @@ func (s *Site) loginLocked(ctx context.Context) (*siteConn, error) {
 	if s.login != nil && s.login.alive() {
 		return s.login, nil
 	}
-	client, err := s.Hop.Login(ctx)
-	if err != nil {
+	if err := s.loginGate.check(time.Now()); err != nil {
 		return nil, fmt.Errorf("connect to the login node: %w", err)
 	}
+	client, err := s.Hop.Login(ctx)
+	if err != nil {
+		if ctx.Err() == nil { // the site's failure, not the shadow gone
+			s.loginFailed(err)
+		}
+		return nil, fmt.Errorf("connect to the login node: %w", err)
+	}
+	s.loginGate = retryGate{}
 	s.login = &siteConn{client: client, dead: make(chan struct{})}
 	s.log().Info("ssh connected", "hop", "login", "addr", s.Hop.LoginAddr)
 	s.watch(s.login, nil)
