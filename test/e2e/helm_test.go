@@ -73,6 +73,26 @@ func installChart(t *testing.T, confined bool, extra string) *release {
 // exist, before helm install.
 func installChartWith(t *testing.T, confined bool, extra string, before func(r *release)) *release {
 	t.Helper()
+	return installChartAs(t, alice(t), confined, extra, before)
+}
+
+// siteAccount is the site account a release's jobs run as.
+type siteAccount struct {
+	user     string
+	key      string // the private key's file
+	dataRoot string // Site.DataRoot: the account's job directories
+}
+
+// alice is the rig's site account, whose key the cluster holds.
+func alice(t *testing.T) siteAccount {
+	rig := testrig.Load(t)
+	return siteAccount{user: rig.Get(t, "RIG_USER"), key: rig.Get(t, "RIG_KEY"), dataRoot: rig.Get(t, "RIG_DATA_ROOT")}
+}
+
+// installChartAs is installChartWith for a release whose jobs run as the
+// site account acct.
+func installChartAs(t *testing.T, acct siteAccount, confined bool, extra string, before func(r *release)) *release {
+	t.Helper()
 	rig, kubeconfig, client := rigCluster(t)
 	if _, ok := lookup("RIG_K8S_CONTAINERD_SOCK"); !ok {
 		testrig.Unavailable(t, "the rig has no real node (RIG_K8S_CONTAINERD_SOCK missing from rig.env)")
@@ -151,8 +171,8 @@ image:
 imagePullSecrets: [{name: %s}]
 log:
   format: json
-%s`, e.node, rig.Get(t, "RIG_DATA_ROOT"), rig.Get(t, "RIG_SOCKET_DIR_ROOT"),
-		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), rig.Get(t, "RIG_USER"),
+%s`, e.node, acct.dataRoot, rig.Get(t, "RIG_SOCKET_DIR_ROOT"),
+		rig.Get(t, "RIG_LOGIN_ADDR"), rig.Get(t, "RIG_LOGIN_PORT"), acct.user,
 		tunnel, reg.prefix()+"/sluice-vk", e2eVersion, pullSecret, extra)
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
@@ -164,7 +184,7 @@ log:
 		tenant = ""
 	}
 	args := []string{"install", r.name, reg.chart(), "--version", e2eChartVersion, "--namespace", r.ns, "-f", file,
-		"--set-file", "credentials.privateKey=" + rig.Get(t, "RIG_KEY"),
+		"--set-file", "credentials.privateKey=" + acct.key,
 		"--set-file", "credentials.knownHosts=" + rig.Get(t, "RIG_KNOWN_HOSTS"),
 		"--set-file", "credentials.nodeKnownHosts=" + rig.Get(t, "RIG_NODE_KNOWN_HOSTS"),
 		"--set-string", "config.Network.TenantNamespace=" + tenant,

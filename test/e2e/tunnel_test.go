@@ -197,7 +197,14 @@ func TestShadowForwardAndReverse(t *testing.T) {
 // Service; the pod's IP is the running shadow pod's. The pod runs 45 s more.
 func (e *env) runTunnels(shadowNS string) (*corev1.Pod, *corev1.Service) {
 	e.t.Helper()
-	script := `busybox httpd -f -p 127.0.0.1:8080 -h /etc &
+	return e.runTunnelsAt(shadowNS, 8080, "sleep 45\n")
+}
+
+// runTunnelsAt is runTunnels with the server on port, and then, a shell
+// script, run by the job once Redis answered, in place of the 45 s sleep.
+func (e *env) runTunnelsAt(shadowNS string, port int, then string) (*corev1.Pod, *corev1.Service) {
+	e.t.Helper()
+	script := `busybox httpd -f -p 127.0.0.1:` + strconv.Itoa(port) + ` -h /etc &
 i=0
 while [ $i -lt 60 ]; do
 	if out=$(printf 'PING\r\n' | busybox nc redis.default 6379); then
@@ -207,11 +214,10 @@ while [ $i -lt 60 ]; do
 	i=$((i + 1))
 	sleep 1
 done
-sleep 45
-`
+` + then
 	pod := e.pod("tunnels", script)
 	pod.Annotations = map[string]string{annotations.ReverseForwards: "redis.default:6379"}
-	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
 	created := e.create(pod)
 
 	ctx := context.Background()
@@ -235,7 +241,7 @@ sleep 45
 	})
 
 	// a cluster client reaches the job's server through the shadow
-	addr := serviceAddr(e.t, svc, 8080)
+	addr := serviceAddr(e.t, svc, port)
 	var body string
 	var err error
 	e.waitFor("the job's HTTP server through the shadow", 60*time.Second, func() bool {
