@@ -24,12 +24,19 @@ import (
 // client sends a request every 100 ms through the pod's IP all along; the
 // failed requests and the longest gap between two answers are logged.
 //
+// With SLUICE_RENEW_FOR set it is the benchmark of bench/renewal.sh instead
+// (renewBench).
+//
 // The rig has one compute node: the successor runs beside the old job and
 // can bind the service's port only once the old job's server is gone, so
 // the gap measured is that of a service that cannot share its port.
 func TestRenewalOutlivesTheTimeLimit(t *testing.T) {
 	parallel(t)
 	e := newTunnelEnv(t)
+	if d := renewFor(t); d > 0 {
+		renewBench(t, e, d)
+		return
+	}
 	ctx := context.Background()
 	port := 20000 + rand.IntN(20000) // the node's loopback is shared by the parallel tests
 	limit, grace := int64(120), int64(2)
