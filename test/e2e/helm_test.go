@@ -300,6 +300,37 @@ func (r *release) dumpLog() {
 			}
 		}
 	}
+	r.e.dumpPodLogs()
+}
+
+// dumpPodLogs logs the tail of every container of the shadow pods and of
+// the offloaded pods of the test's node (their jobs' output), for a
+// failure's reader.
+func (e *env) dumpPodLogs() {
+	ctx := context.Background()
+	tail := int64(40)
+	for _, ns := range []string{e.ns, e.ns + shadow.ShadowSuffix} {
+		list, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, p := range list.Items {
+			_, shadowed := p.Labels[shadow.LabelShadow]
+			if !shadowed && p.Spec.NodeName != e.node {
+				continue
+			}
+			for _, c := range p.Spec.Containers {
+				b, err := e.client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+				if err != nil {
+					e.t.Logf("%s/%s %s: no log: %v", ns, p.Name, c.Name, err)
+					continue
+				}
+				for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+					e.t.Logf("%s/%s %s: %s", ns, p.Name, c.Name, l)
+				}
+			}
+		}
+	}
 }
 
 // forbidden returns the log lines that say the API server refused a call.
