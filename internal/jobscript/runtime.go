@@ -205,13 +205,16 @@ func (r Runtime) verb() string {
 // hostsBind is what binds the reverse tunnel's hosts copy over the
 // containers' /etc/hosts on each container line (after the verb), for the
 // runtimes that take it there; a fixed text of the script, which sets
-// sluice_hosts. Apptainer takes it from APPTAINER_BIND instead.
+// sluice_hosts. Apptainer takes it from APPTAINER_BIND instead. enroot,
+// which keeps none of the caller's environment, is also given the relay's
+// SLUICE_POD_IP and SLUICE_PORT_FILE by name there (ch-run keeps them,
+// apptainer gets them as APPTAINERENV_).
 func (r Runtime) hostsBind() string {
 	switch r {
 	case RuntimeCharliecloud:
 		return `-b "$sluice_hosts:/etc/hosts"`
 	case RuntimeEnroot:
-		return `--mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind"`
+		return `--mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind" --env SLUICE_POD_IP --env SLUICE_PORT_FILE`
 	}
 	return ""
 }

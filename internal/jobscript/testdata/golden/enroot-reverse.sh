@@ -490,7 +490,7 @@ sluice_enroot_made=
 sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-hello 'docker://ghcr.io#org/redis-client:7'
 
 # Containers, all together.
-sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello '' "$sluice_runtime" start --mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind" --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-hello '' sh -c 'printf '\''PING\r\n'\'' | nc redis 6379' --greeting 'hi there'
+sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/hello '' "$sluice_runtime" start --mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind" --env SLUICE_POD_IP --env SLUICE_PORT_FILE --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-hello '' sh -c 'printf '\''PING\r\n'\'' | nc redis 6379' --greeting 'hi there'
 sluice_result=0
 for sluice_pid in $sluice_pids; do
 	sluice_wait "$sluice_pid"
