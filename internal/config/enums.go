@@ -15,6 +15,7 @@ var enums = map[string][]string{
 	"Network.SSH.ForwardTarget":            {"node", "login"},
 	"Network.SSH.Reverse.Sshd":             {"node", "userspace"},
 	"Network.SSH.Reverse.NodeExec":         {"ssh", "srun"},
+	"Node.KubeletAPI.Certificate":          {string(CertificateCSR), string(CertificateFile), string(CertificateSelfSigned)},
 	"Node.GPUResource":                     {"", GPUResourceNVIDIA, GPUResourceAMD},
 	"Node.Taints[].Effect":                 {"NoSchedule", "PreferNoSchedule", "NoExecute"},
 }

@@ -93,10 +93,20 @@ type KubeletAPI struct {
 	// Listen is the host:port to listen on. Port 0 picks a free port, which
 	// the node then advertises. If empty, <InternalIP>:10250.
 	Listen string `yaml:"Listen"`
-	// CertFile and KeyFile hold the serving certificate and its key. If both
-	// are empty, a self-signed certificate is made at start-up for
-	// InternalIP: the API server does not check kubelet certificates unless
-	// it runs with --kubelet-certificate-authority.
+	// Certificate is where the serving certificate comes from (a
+	// CertificateSource). If empty, file when CertFile is set, else csr.
+	Certificate CertificateSource `yaml:"Certificate"`
+	// CertificateLifetime is the lifetime a csr certificate asks for
+	// (spec.expirationSeconds, at least 10m); the signer may give less. If
+	// zero, the signer's own (kube-controller-manager's
+	// --cluster-signing-duration, a year by default).
+	CertificateLifetime time.Duration `yaml:"CertificateLifetime"`
+	// CertificateRenewBefore: a csr certificate is renewed once less than
+	// this is left of it. If zero, once two thirds of its lifetime have
+	// passed.
+	CertificateRenewBefore time.Duration `yaml:"CertificateRenewBefore"`
+	// CertFile and KeyFile hold the serving certificate and its key, read
+	// at start-up (Certificate: file).
 	CertFile string `yaml:"CertFile"`
 	KeyFile  string `yaml:"KeyFile"`
 	// ClientCAFile holds the CA that signs the API server's kubelet client
@@ -119,6 +129,33 @@ type KubeletAPI struct {
 	MaxLogFollowersPerNamespace int `yaml:"MaxLogFollowersPerNamespace"`
 	MaxLogFollowersPerNode      int `yaml:"MaxLogFollowersPerNode"`
 }
+
+// CertificateSource is where the kubelet API's serving certificate comes
+// from.
+type CertificateSource string
+
+const (
+	// CertificateCSR is a CertificateSigningRequest to the API server for
+	// the signer kubernetes.io/kubelet-serving, as a kubelet with
+	// serverTLSBootstrap asks: for system:node:<NodeName> (group
+	// system:nodes), naming the node and its InternalIP, renewed before
+	// it ends. Someone must approve each request (kube-controller-manager
+	// approves none of this signer's); until the first is issued, the
+	// kubelet API refuses TLS handshakes and the node has a Warning Event
+	// naming the request.
+	CertificateCSR CertificateSource = "csr"
+	// CertificateFile is CertFile and KeyFile.
+	CertificateFile CertificateSource = "file"
+	// CertificateSelfSigned is a certificate made at start-up for the
+	// node's name and InternalIP, valid for a year, that no CA signs: only
+	// an API server that does not check kubelet certificates (without
+	// --kubelet-certificate-authority) accepts it.
+	CertificateSelfSigned CertificateSource = "self-signed"
+)
+
+// MinCertificateLifetime is the shortest lifetime a CertificateSigningRequest
+// may ask for.
+const MinCertificateLifetime = 10 * time.Minute
 
 // Default session limits of the kubelet API.
 const (
@@ -168,6 +205,12 @@ func (n *Node) Default() {
 	}
 	if n.KubeletAPI.Listen == "" {
 		n.KubeletAPI.Listen = net.JoinHostPort(n.InternalIP, strconv.Itoa(DefaultKubeletPort))
+	}
+	if n.KubeletAPI.Certificate == "" {
+		n.KubeletAPI.Certificate = CertificateCSR
+		if n.KubeletAPI.CertFile != "" {
+			n.KubeletAPI.Certificate = CertificateFile
+		}
 	}
 	if n.KubeletAPI.MaxSessionsPerPod == 0 {
 		n.KubeletAPI.MaxSessionsPerPod = DefaultMaxSessionsPerPod
@@ -240,11 +283,7 @@ func (n *Node) validate(bad reporter) {
 			bad("Node.MetricsListen", "port must be 0-65535, got %q", port)
 		}
 	}
-	if (a.CertFile == "") != (a.KeyFile == "") {
-		bad("Node.KubeletAPI.CertFile", "CertFile and KeyFile go together: set both or neither")
-	}
-	absPath(bad, "Node.KubeletAPI.CertFile", a.CertFile, false)
-	absPath(bad, "Node.KubeletAPI.KeyFile", a.KeyFile, false)
+	a.validateCertificate(bad)
 	absPath(bad, "Node.KubeletAPI.ClientCAFile", a.ClientCAFile, false)
 	if a.MaxSessionsPerPod < 0 {
 		bad("Node.KubeletAPI.MaxSessionsPerPod", "must not be negative, got %d", a.MaxSessionsPerPod)
@@ -342,4 +381,46 @@ func extendedResourceName(r string) bool {
 	}
 	return domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io") &&
 		domain != "k8s.io" && !strings.HasSuffix(domain, ".k8s.io") && !strings.HasPrefix(r, "requests.")
+}
+
+// validateCertificate checks the keys of the serving certificate: each
+// belongs to one source.
+func (a KubeletAPI) validateCertificate(bad reporter) {
+	if !allowed("Node.KubeletAPI.Certificate", string(a.Certificate)) {
+		bad("Node.KubeletAPI.Certificate", "must be csr, file or self-signed, got %q", a.Certificate)
+		return
+	}
+	if a.Certificate == CertificateFile {
+		if a.CertFile == "" || a.KeyFile == "" {
+			bad("Node.KubeletAPI.CertFile", "Certificate: file needs CertFile and KeyFile")
+		}
+		absPath(bad, "Node.KubeletAPI.CertFile", a.CertFile, false)
+		absPath(bad, "Node.KubeletAPI.KeyFile", a.KeyFile, false)
+	} else {
+		for _, k := range []struct{ key, v string }{{"Node.KubeletAPI.CertFile", a.CertFile}, {"Node.KubeletAPI.KeyFile", a.KeyFile}} {
+			if k.v != "" {
+				bad(k.key, "is read only with Certificate: file, not %s", a.Certificate)
+			}
+		}
+	}
+	if a.Certificate != CertificateCSR {
+		for _, k := range []struct {
+			key string
+			v   time.Duration
+		}{{"Node.KubeletAPI.CertificateLifetime", a.CertificateLifetime}, {"Node.KubeletAPI.CertificateRenewBefore", a.CertificateRenewBefore}} {
+			if k.v != 0 {
+				bad(k.key, "applies only to Certificate: csr, not %s", a.Certificate)
+			}
+		}
+		return
+	}
+	if a.CertificateLifetime != 0 && a.CertificateLifetime < MinCertificateLifetime {
+		bad("Node.KubeletAPI.CertificateLifetime", "must be at least %s (the least a CertificateSigningRequest may ask for), got %s", MinCertificateLifetime, a.CertificateLifetime)
+	}
+	if a.CertificateRenewBefore < 0 {
+		bad("Node.KubeletAPI.CertificateRenewBefore", "must not be negative, got %s", a.CertificateRenewBefore)
+	}
+	if a.CertificateLifetime != 0 && a.CertificateRenewBefore >= a.CertificateLifetime {
+		bad("Node.KubeletAPI.CertificateRenewBefore", "must be less than CertificateLifetime (%s), got %s", a.CertificateLifetime, a.CertificateRenewBefore)
+	}
 }

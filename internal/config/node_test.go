@@ -12,8 +12,8 @@ func TestNodeDefaults(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	n := c.Node
-	got := []string{n.CPU, n.Memory, n.Pods, n.GPUs, n.InternalIP, n.KubeletAPI.Listen}
-	want := []string{"", "", "1000", "", "127.0.0.1", "127.0.0.1:10250"}
+	got := []string{n.CPU, n.Memory, n.Pods, n.GPUs, n.InternalIP, n.KubeletAPI.Listen, string(n.KubeletAPI.Certificate)}
+	want := []string{"", "", "1000", "", "127.0.0.1", "127.0.0.1:10250", "csr"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("got node defaults %v; want %v", got, want)
 	}
@@ -68,6 +68,9 @@ func TestNodeAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
+	if got := c.Node.KubeletAPI.Certificate; got != CertificateFile {
+		t.Errorf("got Certificate %q with CertFile set; want file", got)
+	}
 	if c.Node.KubeletAPI.Listen != "0.0.0.0:0" || c.Node.Labels["site"] != "cern" {
 		t.Errorf("got Listen %q labels %v; want 0.0.0.0:0 and site=cern", c.Node.KubeletAPI.Listen, c.Node.Labels)
 	}
@@ -102,6 +105,13 @@ func TestNodeRejected(t *testing.T) {
 		{"listen host name", "  KubeletAPI: {Listen: \"localhost:1\"}\n", "Node.KubeletAPI.Listen"},
 		{"cert without key", "  KubeletAPI: {CertFile: /c}\n", "Node.KubeletAPI.CertFile"},
 		{"relative key", "  KubeletAPI: {CertFile: /c, KeyFile: k}\n", "Node.KubeletAPI.KeyFile"},
+		{"unknown certificate source", "  KubeletAPI: {Certificate: acme}\n", "Node.KubeletAPI.Certificate: must be csr, file or self-signed"},
+		{"file without files", "  KubeletAPI: {Certificate: file}\n", "Node.KubeletAPI.CertFile: Certificate: file needs CertFile and KeyFile"},
+		{"files with csr", "  KubeletAPI: {Certificate: csr, CertFile: /c, KeyFile: /k}\n", "Node.KubeletAPI.CertFile: is read only with Certificate: file"},
+		{"lifetime with self-signed", "  KubeletAPI: {Certificate: self-signed, CertificateLifetime: 1h}\n", "Node.KubeletAPI.CertificateLifetime: applies only to Certificate: csr"},
+		{"lifetime too short", "  KubeletAPI: {CertificateLifetime: 5m}\n", "Node.KubeletAPI.CertificateLifetime: must be at least 10m0s"},
+		{"renew after the end", "  KubeletAPI: {CertificateLifetime: 1h, CertificateRenewBefore: 1h}\n", "Node.KubeletAPI.CertificateRenewBefore: must be less than CertificateLifetime"},
+		{"negative renew before", "  KubeletAPI: {CertificateRenewBefore: -1m}\n", "Node.KubeletAPI.CertificateRenewBefore: must not be negative"},
 		{"relative client ca", "  KubeletAPI: {ClientCAFile: ca.crt}\n", "Node.KubeletAPI.ClientCAFile"},
 		{"negative sessions per pod", "  KubeletAPI: {MaxSessionsPerPod: -1}\n", "Node.KubeletAPI.MaxSessionsPerPod"},
 		{"fewer sessions per node than per pod", "  KubeletAPI: {MaxSessionsPerPod: 9, MaxSessionsPerNode: 3}\n", "Node.KubeletAPI.MaxSessionsPerNode"},

@@ -121,6 +121,9 @@ func TestValidateTakesEnums(t *testing.T) {
 		"Network.SSH.Reverse.Sshd":     {func(c *Config, v string) { c.Network.SSH.Reverse.Sshd = v }, "Network.SSH.Reverse.Sshd"},
 		"Network.SSH.Reverse.NodeExec": {func(c *Config, v string) { c.Network.SSH.Reverse.NodeExec = v }, "Network.SSH.Reverse.NodeExec"},
 		"Node.GPUResource":             {func(c *Config, v string) { c.Node.GPUResource = v }, "Node.GPUResource"},
+		"Node.KubeletAPI.Certificate": {func(c *Config, v string) {
+			c.Node.KubeletAPI.Certificate = CertificateSource(v)
+		}, "Node.KubeletAPI.Certificate"},
 		"Node.Taints[].Effect": {func(c *Config, v string) {
 			c.Node.Taints = append(c.Node.Taints, Taint{Key: "example.com/k", Effect: v})
 		}, "Node.Taints[1].Effect"},
