@@ -184,6 +184,8 @@ Node:
   Pods: "%d"
   KubeletAPI:
     Listen: 127.0.0.1:0
+    # nothing asks for logs: no CertificateSigningRequest to approve
+    Certificate: self-signed
 `, name, dataRoot, poll, pods))
 }
 

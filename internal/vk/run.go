@@ -238,7 +238,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("node controller: %w", err)
 	}
-	api, err := kubeletAPI(ctx, log, cfg, rc, client, prov, podInformer.Lister(), relay)
+	api, err := kubeletAPI(ctx, log, cfg, rc, client, recorder, prov, podInformer.Lister(), relay)
 	if err != nil {
 		return err
 	}

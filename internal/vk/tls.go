@@ -17,18 +17,17 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// servingCert is the kubelet API's certificate: the configured one, or a
-// self-signed one made now for the node's address.
-func servingCert(c config.KubeletAPI, nodeName, ip string, now time.Time) (tls.Certificate, bool, error) {
-	if c.CertFile != "" {
+// servingCert is the kubelet API's certificate of Certificate file (the
+// configured pair) or self-signed (one made now for the node's address).
+func servingCert(c config.KubeletAPI, nodeName, ip string, now time.Time) (tls.Certificate, error) {
+	if c.Certificate == config.CertificateFile {
 		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
-			return tls.Certificate{}, false, fmt.Errorf("kubelet API certificate: %w", err)
+			return tls.Certificate{}, fmt.Errorf("kubelet API certificate: %w", err)
 		}
-		return cert, false, nil
+		return cert, nil
 	}
-	cert, err := selfSigned(nodeName, ip, now)
-	return cert, true, err
+	return selfSigned(nodeName, ip, now)
 }
 
 // selfSigned makes a P-256 certificate for the node's name and address,

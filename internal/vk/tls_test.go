@@ -14,9 +14,9 @@ import (
 
 func TestSelfSigned(t *testing.T) {
 	now := time.Now()
-	cert, self, err := servingCert(config.KubeletAPI{}, "hpc", "10.0.0.9", now)
-	if err != nil || !self {
-		t.Fatalf("servingCert: self %v, %v; want a self-signed certificate", self, err)
+	cert, err := servingCert(config.KubeletAPI{Certificate: config.CertificateSelfSigned}, "hpc", "10.0.0.9", now)
+	if err != nil {
+		t.Fatalf("servingCert: %v; want a self-signed certificate", err)
 	}
 	c, err := x509.ParseCertificate(cert.Certificate[0])
 	if err != nil {
