@@ -118,6 +118,16 @@ var handoffs = map[string][]handoff{
 	"k8s.io/client-go/kubernetes/typed/core/v1.EventSinkImpl.Interface": {
 		{rights: verbs("", "events", "create", "patch"), scope: scope{kind: clusterWide}},
 	},
+	// the kubelet API's serving certificate: Create of a
+	// CertificateSigningRequest (Get only for a named one that exists:
+	// sluice-vk names none), then List and Watch of it by name until it is
+	// issued
+	"k8s.io/client-go/util/certificate/csr.RequestCertificateWithContext": {
+		{rights: verbs("certificates.k8s.io", "certificatesigningrequests", "create"), scope: scope{kind: clusterWide}},
+	},
+	"k8s.io/client-go/util/certificate/csr.WaitForCertificate": {
+		{rights: verbs("certificates.k8s.io", "certificatesigningrequests", "list", "watch"), scope: scope{kind: clusterWide}},
+	},
 	// leader election: Get, Create, Update of the Lease
 	// sluice-vk-<NodeName> in the release's namespace
 	"k8s.io/client-go/tools/leaderelection/resourcelock.LeaseLock.Client": {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-hpc/sluice/internal/config"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -17,6 +18,7 @@ import (
 type node struct {
 	tenant string // Network.TenantNamespace
 	leader bool   // leader election on
+	csr    bool   // the kubelet API's certificate from CSRs
 }
 
 // modal are the functions whose requests only some nodes make, with the
@@ -31,6 +33,9 @@ var modal = map[string]func(node) bool{
 	"(*github.com/sluice-hpc/sluice/internal/shadow.Manager).record": func(n node) bool { return n.tenant == "" },
 	// RunElected only
 	"github.com/sluice-hpc/sluice/internal/vk.elect": func(n node) bool { return n.leader },
+	// Node.KubeletAPI.Certificate: csr only
+	"(*github.com/sluice-hpc/sluice/internal/vk.csrCertificate).renew":  func(n node) bool { return n.csr },
+	"(*github.com/sluice-hpc/sluice/internal/vk.csrCertificate).failed": func(n node) bool { return n.csr },
 }
 
 // hookOnly is the prefix of the functions that only `sluice-vk uninstall`
@@ -44,6 +49,7 @@ var rbacModes = []struct {
 	args []string
 }{
 	{"default", []string{"-f", values("default")}},
+	{"self-signed", []string{"-f", values("default"), "--set", "config.Node.KubeletAPI.Certificate=self-signed"}},
 	{"tenant", []string{"-f", values("tenant")}},
 	{"ha", []string{"-f", values("ha")}},
 	{"no gateway", []string{"-f", values("tenant"), "--set", "gateway.enabled=false"}},
@@ -83,7 +89,8 @@ func TestRBACFollowsClientCalls(t *testing.T) {
 			}
 			r := decode(t, out)
 			cfg := renderedConfig(t, r)
-			n := node{tenant: cfg.Network.TenantNamespace, leader: slices.Contains(r.deployments[0].Spec.Template.Spec.Containers[0].Args, "--leader-elect")}
+			n := node{tenant: cfg.Network.TenantNamespace, leader: slices.Contains(r.deployments[0].Spec.Template.Spec.Containers[0].Args, "--leader-elect"),
+				csr: cfg.Node.KubeletAPI.Certificate == config.CertificateCSR}
 			if len(r.clusterRoles) != 1 {
 				t.Fatalf("%d ClusterRoles; want sluice-vk's", len(r.clusterRoles))
 			}

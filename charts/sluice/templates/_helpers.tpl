@@ -86,6 +86,14 @@ node, else the release's namespace (sluice-vk copies them from there). */}}
 {{- if eq (toString ((((.Values.config).Network).SSH).Auth)) "kerberos" -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when the kubelet API's serving certificate comes from
+CertificateSigningRequests (config.Node.KubeletAPI.Certificate csr, the
+default unless CertFile is set). */}}
+{{- define "sluice.kubeletCSR" -}}
+{{- $api := (((.Values.config).Node).KubeletAPI) | default dict -}}
+{{- if eq (toString ($api.Certificate | default (ternary "file" "csr" (not (empty $api.CertFile))))) "csr" -}}true{{- end -}}
+{{- end -}}
+
 {{/* The tunnels need the shadows' credentials. */}}
 {{- define "sluice.tunnel" -}}
 {{- if and .Values.config.Network.EnableTunnel (ne (.Values.config.Network.ShadowMode | default "ssh") "none") -}}true{{- end -}}
