@@ -62,6 +62,7 @@ kube_args() {
 			--client-ca-file="${KUBE_CA_CERT}" \
 			--kubelet-client-certificate="${pki}/apiserver-kubelet-client.crt" \
 			--kubelet-client-key="${pki}/apiserver-kubelet-client.key" \
+			--kubelet-certificate-authority="${KUBE_CA_CERT}" \
 			--service-account-issuer="${KUBE_ISSUER}" \
 			--service-account-key-file="${KUBE_SA_PUB}" \
 			--service-account-signing-key-file="${KUBE_SA_KEY}" \

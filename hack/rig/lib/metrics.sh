@@ -11,12 +11,13 @@
 # API server reaches it through the selectorless Service
 # kube-system/metrics-server, whose EndpointSlice names METRICS_ADDR.
 #
-# Kubelet TLS is not verified (--kubelet-insecure-tls): the rig's kubelet
-# serves the certificate it made itself, and sluice-vk the self-signed one
-# it makes at start when Node.KubeletAPI.CertFile is empty (as the e2e
-# tests' nodes do); no CA signs either, and the API server does not verify
-# kubelets in this rig. metrics-server still proves who it is to each
-# kubelet (its client certificate) and is authorised there (nodes/metrics).
+# Kubelet TLS is verified against the rig CA (--kubelet-certificate-authority),
+# as the API server does: the rig's kubelet serves a certificate of the rig
+# CA (lib/node.sh), and sluice-vk one the controller manager signed with it
+# (Node.KubeletAPI.Certificate: csr, approved by the e2e tests). A virtual
+# node whose request waits, or that serves a self-signed certificate, is
+# not scraped. metrics-server also proves who it is to each kubelet (its
+# client certificate) and is authorised there (nodes/metrics).
 set -euo pipefail
 
 METRICS_PORT=4443
@@ -47,7 +48,7 @@ metrics_args() {
 		--tls-private-key-file="${KUBE_PKI_DIR}/metrics-server.key" \
 		--kubeconfig="${kc}" --authentication-kubeconfig="${kc}" --authorization-kubeconfig="${kc}" \
 		--kubelet-preferred-address-types=InternalIP --kubelet-use-node-status-port \
-		--kubelet-insecure-tls --metric-resolution="${METRICS_RESOLUTION}" --kubelet-request-timeout=5s \
+		--kubelet-certificate-authority="${KUBE_CA_CERT}" --metric-resolution="${METRICS_RESOLUTION}" --kubelet-request-timeout=5s \
 		--profiling=false
 }
 

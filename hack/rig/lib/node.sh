@@ -49,9 +49,13 @@ node_packages_up() {
 # node_pki_up: the kubelet's and kube-proxy's client certificates, from the
 # rig CA, and their kubeconfigs (the Node authorizer knows the kubelet by
 # system:node:NAME in system:nodes; kube-proxy is system:kube-proxy, bound
-# to system:node-proxier by the API server's bootstrap policy).
+# to system:node-proxier by the API server's bootstrap policy); and the
+# kubelet's serving certificate, from the rig CA too, for its name and
+# address: the API server verifies kubelets (--kubelet-certificate-authority).
 node_pki_up() {
 	kube_cert ca kubelet "/O=system:nodes/CN=system:node:${NODE_K8S_NAME}" clientAuth
+	kube_cert ca kubelet-serving "/O=system:nodes/CN=system:node:${NODE_K8S_NAME}" serverAuth \
+		"DNS:${NODE_K8S_NAME}" "IP:${HOST_ADDR}"
 	kube_cert ca kube-proxy /CN=system:kube-proxy clientAuth
 	kube_kubeconfig kubelet "system:node:${NODE_K8S_NAME}"
 	kube_kubeconfig kube-proxy system:kube-proxy
@@ -138,6 +142,8 @@ node_args() {
 			--kubeconfig="${KUBE_DIR}/kubelet.kubeconfig" \
 			--hostname-override="${NODE_K8S_NAME}" --node-ip="${HOST_ADDR}" \
 			--root-dir="${NODE_DIR}/kubelet" --cert-dir="${NODE_DIR}/kubelet/pki" \
+			--tls-cert-file="${KUBE_PKI_DIR}/kubelet-serving.crt" \
+			--tls-private-key-file="${KUBE_PKI_DIR}/kubelet-serving.key" \
 			--volume-plugin-dir="${NODE_DIR}/kubelet/volume-plugins"
 		;;
 	kube-proxy)
