@@ -167,6 +167,22 @@ for _ in $(seq 60); do
 done
 k wait --for=condition=Ready "node/${node}" --timeout=60s || { k -n "${system}" logs "deployment/${release}" --tail=20 >&2; fail "node ${node} not Ready"; }
 
+step "kubectl certificate approve: the kubelet API's CertificateSigningRequest (signer kubernetes.io/kubelet-serving), asked by sluice-vk's service account"
+# pending requests of the signer from a service account of ${system}: name
+# signer user, and no conditions yet
+pending_csr() {
+	k get csr -o jsonpath='{range .items[*]}{.metadata.name} {.spec.signerName} {.spec.username} {.status.conditions}{"\n"}{end}' |
+		awk -v u="system:serviceaccount:${system}:" '$2 == "kubernetes.io/kubelet-serving" && index($3, u) == 1 && NF == 3 { print $1 }'
+}
+csr=
+for _ in $(seq 60); do
+	csr="$(pending_csr | tail -n 1)"
+	[[ -n "${csr}" ]] && break
+	sleep 1
+done
+[[ -n "${csr}" ]] || fail "no CertificateSigningRequest of sluice-vk's to approve"
+k certificate approve "${csr}"
+
 step "kubectl get node -o wide (OS, kernel and runtime as the site reports them; the Slurm version as a label)"
 k get node "${node}" -o wide
 k get node "${node}" -L sluice.io/slurm-version

@@ -113,6 +113,7 @@ func installChartAs(t *testing.T, acct siteAccount, confined bool, extra string,
 		}
 	}
 	reg.createPullSecret(t, client, r.ns)
+	approveKubeletCSRs(t, client, e.node, inNamespace(r.ns))
 	// Confined, the shadows live in the tenant namespace, where the site
 	// puts their pull Secret. Not confined, they live in <ns>-shadow, which
 	// sluice-vk creates and trusts only as its own (no Secret can be put

@@ -156,6 +156,7 @@ Network:
 	if setup != nil {
 		setup(e)
 	}
+	approveKubeletCSRs(t, client, e.node, isUser(whoAmI(t, client)))
 	e.vk = e.startVK()
 	t.Cleanup(func() {
 		e.vk.stop(t)
