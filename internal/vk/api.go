@@ -95,8 +95,11 @@ func kubeletAPI(ctx context.Context, log *slog.Logger, cfg *config.Config, rc *r
 		GetMetricsResource: prov.MetricsResource,
 	}, false)
 	srv := &http.Server{
-		Handler:           withAuth(auth, streams.Wrap(h)),
-		TLSConfig:         tlsConfig,
+		Handler:   withAuth(auth, streams.Wrap(h)),
+		TLSConfig: tlsConfig,
+		// handshakes refused while the certificate waits for approval
+		// say so in sluice-vk's log, not on bare stderr
+		ErrorLog:          slog.NewLogLogger(log.With("component", "kubelet-api").Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

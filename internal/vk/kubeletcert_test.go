@@ -70,11 +70,24 @@ func (ca *testCA) sign(t *testing.T, req []byte, serial int64, lifetime time.Dur
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-// fakeCSRClient is a fake clientset whose CSRs get names from
-// generateName and whose lists and watches honour the field selector
-// metadata.name, as the API server's do.
-func fakeCSRClient() *fake.Clientset {
-	c := fake.NewClientset()
+// fakeCSRs is a fake clientset whose CSRs get names from generateName and
+// whose lists and watches honour the field selector metadata.name, as the
+// API server's do. The fake's watches see only what happens after they
+// start: watched says whether a CSR's has.
+type fakeCSRs struct {
+	*fake.Clientset
+	mu      sync.Mutex
+	watches map[string]int
+}
+
+func (c *fakeCSRs) watched(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watches[name] > 0
+}
+
+func fakeCSRClient() *fakeCSRs {
+	c := &fakeCSRs{Clientset: fake.NewClientset(), watches: map[string]int{}}
 	var mu sync.Mutex
 	n := 0
 	c.PrependReactor("create", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -105,13 +118,18 @@ func fakeCSRClient() *fake.Clientset {
 			return true, nil, err
 		}
 		sel := a.(k8stesting.WatchAction).GetWatchRestrictions().Fields
+		if name, ok := sel.RequiresExactMatch("metadata.name"); ok {
+			c.mu.Lock()
+			c.watches[name]++
+			c.mu.Unlock()
+		}
 		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) { return e, matches(sel, e.Object) }), nil
 	})
 	return c
 }
 
 // csrs lists the fake's CSRs, oldest first.
-func csrs(t *testing.T, c *fake.Clientset) []certificatesv1.CertificateSigningRequest {
+func csrs(t *testing.T, c *fakeCSRs) []certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	list, err := c.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -124,9 +142,10 @@ func csrs(t *testing.T, c *fake.Clientset) []certificatesv1.CertificateSigningRe
 }
 
 // decide approves (with a certificate valid lifetime) or denies the fake's
-// CSR.
-func decide(t *testing.T, c *fake.Clientset, ca *testCA, req certificatesv1.CertificateSigningRequest, approve bool, serial int64, lifetime time.Duration) {
+// CSR, once it is watched.
+func decide(t *testing.T, c *fakeCSRs, ca *testCA, req certificatesv1.CertificateSigningRequest, approve bool, serial int64, lifetime time.Duration) {
 	t.Helper()
+	waitFor(t, "the watch of "+req.Name, func() bool { return c.watched(req.Name) })
 	cond := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateDenied, Status: "True", Reason: "NotOurs", Message: "no such node"}
 	if approve {
 		cond = certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: "True", Reason: "Test"}
@@ -264,9 +283,7 @@ func TestCSRCertificateDenied(t *testing.T) {
 	decide(t, client, ca, csrs(t, client)[1], true, 5, time.Hour)
 	waitFor(t, "the certificate", func() bool { return serial(c) == 5 })
 	want := "KubeletCertificatePending KubeletCertificateDenied KubeletCertificatePending KubeletCertificateIssued"
-	if got := ev.reasons(); got != want {
-		t.Errorf("got Events %s; want %s", got, want)
-	}
+	waitFor(t, "the Events "+want, func() bool { return ev.reasons() == want })
 	if msg := ev.list[1]; !strings.Contains(msg, "NotOurs: no such node") {
 		t.Errorf("got Event %q; want the denial's reason and message", msg)
 	}
