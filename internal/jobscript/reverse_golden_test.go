@@ -63,6 +63,7 @@ var reverseGoldenCases = []struct {
 	// forwards, hosts copy or binds; SLUICE_POD_IP and SLUICE_PORT_FILE.
 	{name: "apptainer-forward-only", runtime: RuntimeApptainer, pod: forwardOnly, forward: true},
 	{name: "charliecloud-forward-only", runtime: RuntimeCharliecloud, pod: func(p *corev1.Pod) { chPod(p); forwardOnly(p) }, forward: true},
+	{name: "enroot-forward-only", runtime: RuntimeEnroot, pod: forwardOnly, forward: true},
 }
 
 // forwardOnly exposes port 8080 and asks for no reverse tunnel.

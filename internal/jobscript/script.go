@@ -125,7 +125,8 @@ type containerData struct {
 	Runtime  bool   // Argv follows "$sluice_runtime"
 	Verb     string // the runtime's first word (enroot's start), "" for none
 	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b, enroot
-	// --mount) after Verb, before Argv: a fixed text (Runtime.hostsBind).
+	// --mount) after Verb, before Argv, and gives enroot the relay's
+	// variables: a fixed text (Runtime.hostsBind, Runtime.relayEnv).
 	HostsBind string
 	Argv      []string
 	// Readiness is the container's readiness probe, PreStop its preStop
@@ -205,8 +206,11 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		}
 	}
 	hostsBind := ""
-	if d.Reverse != nil && d.Reverse.BindLine {
+	switch {
+	case d.Reverse != nil && d.Reverse.BindLine:
 		hostsBind = opts.Runtime.hostsBind()
+	case d.Reverse != nil && d.Reverse.Relay != "":
+		hostsBind = opts.Runtime.relayEnv()
 	}
 	d.ExitFiles = append(d.ExitFiles, JobExitFile)
 	if opts.Runtime == RuntimeEnroot {
