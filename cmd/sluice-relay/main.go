@@ -10,6 +10,7 @@
 //	sluice-relay --addr 127.4.5.6 --dir /tmp/sluice/<pod uid> --ports 9000,6379 --parent-pid $$ [--uid N]
 //	sluice-relay --addr 127.4.5.6 --dir DIR --forward [--port-file FILE] [--ports ...] --parent-pid $$
 //	sluice-relay --connect 127.0.0.1:PORT
+//	sluice-relay --probe URL [--header 'Name: value']... [--entry DIR/fwd.sock]
 //	sluice-relay --version
 //
 // With --connect it joins its standard input and output to a connection
@@ -29,7 +30,8 @@
 //	1  failed: the socket directory is unusable or the readiness file cannot be written
 //	2  usage: a flag is missing or malformed
 //	3  a port is taken (the message names it); nothing was served
-//	4  --connect: nothing listens at the address, or only another user does
+//	4  --connect, --probe: nothing listens at the address, or only another user does
+//	5  --probe: the listener answered, and the check failed (a status of 400 or more)
 package main
 
 import (
@@ -79,6 +81,10 @@ func main() {
 	portFile := flag.String("port-file", "", "with --forward: the file where the job writes containerPort=actualPort lines")
 	printVersion := flag.Bool("version", false, "print the version and exit")
 	connectTo := flag.String("connect", "", "join standard input and output to a connection to this loopback address and port, then exit")
+	var headers headerList
+	probeURL := flag.String("probe", "", "check this tcp://, http:// or https:// target on the node's loopback once, then exit")
+	flag.Var(&headers, "header", "with --probe: a header of the GET, 'Name: value' (repeatable)")
+	entry := flag.String("entry", "", "with --probe: the job's forward entry, through which a target on 127.0.0.1 is reached")
 	flag.Usage = usage
 	flag.Parse()
 	if *printVersion {
@@ -90,6 +96,17 @@ func main() {
 		return
 	}
 
+	if *probeURL != "" {
+		if flag.NArg() > 0 || *connectTo != "" || *addr != "" || *dir != "" || len(ports) > 0 || *parent != 0 || *uid != "" || *forward || *portFile != "" {
+			fmt.Fprintln(os.Stderr, "sluice-relay: --probe takes no flag but --header and --entry")
+			os.Exit(exitUsage)
+		}
+		os.Exit(probe(&relay.Probe{Target: *probeURL, Headers: headers, Entry: *entry, UID: uint32(os.Getuid())}, os.Stderr))
+	}
+	if len(headers) > 0 || *entry != "" {
+		fmt.Fprintln(os.Stderr, "sluice-relay: --header and --entry come with --probe only")
+		os.Exit(exitUsage)
+	}
 	if *connectTo != "" {
 		a, err := connectAddr(*connectTo)
 		if err == nil && (flag.NArg() > 0 || *addr != "" || *dir != "" || len(ports) > 0 || *parent != 0 || *uid != "" || *forward || *portFile != "") {
@@ -121,6 +138,7 @@ func main() {
 func usage() {
 	fmt.Fprint(flag.CommandLine.Output(), `usage: sluice-relay --addr 127.x.y.z --dir DIR [--ports P[,P...]] [--forward [--port-file FILE]] [--parent-pid PID] [--uid UID]
        sluice-relay --connect 127.0.0.1:PORT
+       sluice-relay --probe URL [--header 'Name: value']... [--entry DIR/fwd.sock]
        sluice-relay --version
 
 Passes the connections of one user to each port on to DIR/rev-<port>.sock,
@@ -134,7 +152,8 @@ the parent is gone.
 
 Exit status: 0 stopped (parent gone, SIGTERM or SIGINT);
 1 failed (socket directory unusable, readiness file not written);
-2 usage; 3 a port is taken; 4 (--connect) nothing listens there, or another user does.
+2 usage; 3 a port is taken; 4 (--connect, --probe) nothing listens there,
+or another user does; 5 (--probe) the check failed.
 
 `)
 	flag.PrintDefaults()

@@ -8,14 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluice-hpc/sluice/internal/config"
 	"github.com/sluice-hpc/sluice/internal/relaybin"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
 // relayCheck asks the login node for its machine (uname -m) and finds the
-// relay sluice-vk would place there (relaybin.Find): a FAIL when reverse
-// tunnels are on and none fits, a WARN when they are off (no pod needs it
-// yet).
+// relay sluice-vk would place there (relaybin.Find): a FAIL when the
+// node's jobs may need it (needsRelay) and none fits, a WARN otherwise (no
+// pod needs it yet).
 func (d *Doctor) relayCheck(ctx context.Context, r site.Runner) Check {
 	res := run(ctx, r, "uname", "-m")
 	c := Check{Name: "relay"}
@@ -40,7 +41,7 @@ func (d *Doctor) relayCheck(ctx context.Context, r site.Runner) Check {
 		return c
 	}
 	c.Status, c.Found = Warn, err.Error()
-	if d.Config.Network.SSH.Reverse.Enabled {
+	if needsRelay(d.Config) {
 		c.Status = Fail
 	}
 	if errors.Is(err, relaybin.ErrNoFit) {
@@ -57,4 +58,15 @@ func orUnknown(arch string) string {
 		return "<the site's architecture>"
 	}
 	return arch
+}
+
+// needsRelay reports whether the jobs of c's node may run sluice-relay
+// (shadow.RunsRelay, jobscript.Job.ChecksOwners): with the reverse tunnel,
+// with the forward tunnel where the site has a socket directory root (its
+// forward entry), and with probes (those on the node's loopback are
+// checked with it).
+func needsRelay(c *config.Config) bool {
+	n := c.Network
+	return n.SSH.Reverse.Enabled || c.Site.EnableProbes ||
+		n.EnableTunnel && n.ShadowMode == "ssh" && c.Site.SocketDirRoot != ""
 }

@@ -223,7 +223,7 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // sha256Check runs sha256sum on the login node, where sluice checks the
 // relay binary it places (slurm.Client.PlaceRelay).
 func sha256Check(ctx context.Context, r site.Runner, c *config.Config) Check {
-	return decideSHA256(run(ctx, r, "sha256sum", "/dev/null"), c.Network.SSH.Reverse.Enabled)
+	return decideSHA256(run(ctx, r, "sha256sum", "/dev/null"), needsRelay(c))
 }
 
 func decideSHA256(res cmdResult, reverse bool) Check {

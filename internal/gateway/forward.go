@@ -17,8 +17,9 @@ import (
 // the relay's forward entry, which passes the connection only to a
 // listener of the job's user: whoever else listens on the node's 127.0.0.1
 // at that port (any user of a shared node may, before the job) never gets
-// it. Otherwise it is whatever listens on the node's loopback at port, as a
-// per-pod SSH connection reaches it.
+// it. Otherwise (a site without a socket directory root: shadow.RunsRelay)
+// it is whatever listens on the node's loopback at port, as a per-pod SSH
+// connection reaches it.
 func dialForward(ctx context.Context, node *ssh.Client, g *Grant, port int32) (net.Conn, error) {
 	if g.Relayed {
 		return dialEntry(ctx, node, g, port)

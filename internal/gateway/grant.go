@@ -54,8 +54,8 @@ type Grant struct {
 	// SocksPort is the port of the pod's SOCKS proxy, 0 for none; its
 	// socket is the SocketNames' rev-<SocksPort>.sock.
 	SocksPort int32
-	// Relayed is true when the pod's job runs a relay (the pod has
-	// reverse forwards): its ports are reached through the relay's
+	// Relayed is true when the pod's job runs a relay
+	// (shadow.RunsRelay): its ports are reached through the relay's
 	// forward entry in SocketDir, which passes a connection only to a
 	// listener of the job's user, never to another user's on the node.
 	Relayed bool

@@ -110,9 +110,8 @@ func (g *GrantSource) Grant(ctx context.Context, pod PodRef, sa string) (*Grant,
 		Shadow:       PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 		ForwardPorts: carried.ForwardPorts,
 		SocksPort:    carried.SocksPort,
-		// As the job is made: a relay for reverse forwards, none for a
-		// SOCKS proxy alone (jobscript.NewReverseJob).
-		Relayed: len(carried.ReversePorts) > 0,
+		// As the job is made (shadow.RunsRelay).
+		Relayed: carried.Relayed,
 	}
 	for _, port := range carried.ReversePorts {
 		grant.SocketNames = append(grant.SocketNames, relay.SocketName(uint16(port)))

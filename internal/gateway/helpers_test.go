@@ -64,6 +64,12 @@ type world struct {
 
 func newWorld(t *testing.T, spec shadow.Spec) *world {
 	t.Helper()
+	return newWorldOf(t, spec, nil)
+}
+
+// newWorldOf is newWorld with the offloaded pod changed by edit first.
+func newWorldOf(t *testing.T, spec shadow.Spec, edit func(*corev1.Pod)) *world {
+	t.Helper()
 	w := &world{t: t, client: fake.NewClientset(), spec: spec, reviews: map[string]authv1.TokenReviewStatus{}}
 	// The fake sets no UIDs: the API server does.
 	w.client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -95,6 +101,9 @@ func newWorld(t *testing.T, spec shadow.Spec) *world {
 			Annotations: map[string]string{annotations.ReverseForwards: "redis:6379 5432:db:5432", annotations.ReverseSocksPort: "1080"}},
 		Spec: corev1.PodSpec{NodeName: testNode, Containers: []corev1.Container{{Name: "main", Image: "busybox",
 			Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}, {ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}}}},
+	}
+	if edit != nil {
+		edit(w.pod)
 	}
 	m := &shadow.Manager{Client: w.client, Spec: spec, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ref, err := m.Ensure(ctx, w.pod)

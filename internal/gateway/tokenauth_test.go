@@ -51,6 +51,25 @@ func TestAuthenticateGrantsFromSluiceRecords(t *testing.T) {
 	}
 }
 
+// TestAuthenticateForwardOnlyRelayed: a pod with ports and no reverse
+// tunnel is reached through its relay's forward entry where the site has
+// a socket directory root (the shadow Deployment's mark, shadow.RunsRelay),
+// and straight on the node's 127.0.0.1 where it has none.
+func TestAuthenticateForwardOnlyRelayed(t *testing.T) {
+	for _, root := range []string{"/tmp/sluice-sock", ""} {
+		spec := gatewaySpec()
+		spec.SocketDirRoot = root
+		w := newWorldOf(t, spec, func(p *corev1.Pod) { p.Annotations = map[string]string{} })
+		g, err := w.authenticator(defaultScope()).Authenticate(context.Background(), w.token(fakeJWT("ok", time.Now().Add(time.Hour)), w.shadow, "default"))
+		if err != nil {
+			t.Fatalf("root %q: Authenticate: %v", root, err)
+		}
+		if g.Relayed != (root != "") || len(g.SocketNames) != 0 || !reflect.DeepEqual(g.ForwardPorts, []int32{8080, 9090}) {
+			t.Errorf("root %q: grant %+v; want Relayed %v, ports 8080 and 9090, no sockets", root, g, root != "")
+		}
+	}
+}
+
 // TestAuthenticateTenantInputIgnored: what the offloaded pod says now
 // (its annotations and ports, a tenant's to change) does not change the
 // grant: it comes from the shadow sluice built.

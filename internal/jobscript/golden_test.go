@@ -83,6 +83,9 @@ var goldenCases = []struct {
 	{"none-probes", RuntimeNone, allProbesPod, SiteOptions{Probes: true}},
 }
 
+// goldenRelay is the relay binary's path on the site in golden scripts.
+const goldenRelay = "/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef"
+
 func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +93,9 @@ func TestGolden(t *testing.T) {
 			job, err := FromPod(context.Background(), pod, scripttest.NewSources(pod.Namespace), PodOptions{Runtime: tc.runtime, Site: tc.site})
 			if err != nil {
 				t.Fatalf("FromPod: %v", err)
+			}
+			if job.ChecksOwners() {
+				job.Relay = goldenRelay
 			}
 			dir := JobDir("/scratch/alice/.sluice", pod.Namespace, string(pod.UID))
 			script, err := Script(job, ScriptOptions{JobDir: dir, Runtime: tc.runtime, Site: tc.site})

@@ -86,9 +86,16 @@ type Job struct {
 	// MPIFlags after -np (AnnotationMPIFlags).
 	MPI      bool
 	MPIFlags []string
-	// Reverse is the job's side of a reverse tunnel; nil for none. Its
-	// snippet runs before PreExec.
+	// Reverse is the job's side of its tunnels (a reverse tunnel, the
+	// relay's forward entry); nil for none. Its snippet runs before
+	// PreExec.
 	Reverse *ReverseJob
+	// Relay is the relay binary on the site (Client.PlaceRelay), for the
+	// job's probes and hooks on the node's loopback (Probe.Owned): each
+	// check is sluice-relay --probe, which passes only when a listener of
+	// the job's user answers, never another user's holding the port. A
+	// job that has one (ChecksOwners) is not rendered without it.
+	Relay string
 	// Restart is the pod's restartPolicy, and Grace its grace period in
 	// seconds (PreStopGrace): what becomes of a container that its
 	// liveness or startup probe, or its postStart hook, kills. Set only
@@ -137,6 +144,19 @@ type Container struct {
 	// period); nil for none. Each can kill the container, which then runs
 	// again as Job.Restart says.
 	Liveness, Startup, PostStart *Probe
+}
+
+// ChecksOwners reports whether a probe or hook of the job is checked
+// with the relay binary (Probe.Owned): the job needs Relay.
+func (j *Job) ChecksOwners() bool {
+	for _, c := range j.Containers {
+		for _, p := range []*Probe{c.Readiness, c.Liveness, c.Startup, c.PreStop, c.PostStart} {
+			if p != nil && p.Owned() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // kept reports whether c runs under sluice_keep: a probe or hook of it

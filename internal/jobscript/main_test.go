@@ -19,6 +19,10 @@ import (
 // names (see TestMain), so that the listener can belong to another user.
 const holdEnv = "SLUICE_SLURM_TEST_HOLD"
 
+// serveEnv makes the holder answer every connection with an HTTP 200, as
+// a listener of another user that would pass a probe.
+const serveEnv = "SLUICE_SLURM_TEST_SERVE"
+
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(holdEnv); addr != "" {
 		if err := hold(addr); err != nil {
@@ -42,9 +46,28 @@ func hold(addr string) error {
 		return err
 	}
 	defer ln.Close()
+	if os.Getenv(serveEnv) != "" {
+		go answerOK(ln)
+	}
 	fmt.Println(ln.Addr())
 	_, err = io.Copy(io.Discard, os.Stdin)
 	return err
+}
+
+// answerOK answers each connection to ln with an HTTP 200, and closes it
+// once the client has.
+func answerOK(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+			_, _ = io.Copy(io.Discard, c)
+		}()
+	}
 }
 
 // holder is a copy of the test binary in a directory every user can read, so
@@ -101,9 +124,21 @@ func copyExecutable(src, dst string) error {
 // process ends with the test.
 func holdAs(t *testing.T, uid uint32, addr string) netip.AddrPort {
 	t.Helper()
+	return startHolder(t, uid, addr, holdEnv+"="+addr)
+}
+
+// serveAs is holdAs with a listener that answers every connection with an
+// HTTP 200 (answerOK).
+func serveAs(t *testing.T, uid uint32, addr string) netip.AddrPort {
+	t.Helper()
+	return startHolder(t, uid, addr, holdEnv+"="+addr, serveEnv+"=1")
+}
+
+func startHolder(t *testing.T, uid uint32, addr string, env ...string) netip.AddrPort {
+	t.Helper()
 	cmd := exec.Command(holderBinary(t))
 	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), holdEnv+"="+addr)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
 	stdin, err := cmd.StdinPipe()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -58,6 +59,42 @@ var (
 	// probePath is what may follow the authority in a probe's URL.
 	probePath = regexp.MustCompile(`^/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*$`)
 )
+
+// Owned reports whether the check of p is owner-checked: an httpGet or
+// tcpSocket on the node's loopback (an IP literal or localhost), where
+// any user of the node may listen, runs through the relay (sluice-relay
+// --probe), which passes it only when a listener of the job's user
+// answers. A check of another host goes there as it is (curl, wget, bash
+// or nc).
+func (p *Probe) Owned() bool {
+	switch p.Kind {
+	case ProbeTCP:
+		return isLoopbackHost(p.Host)
+	case ProbeHTTP:
+		u, err := url.Parse(p.URL)
+		return err == nil && isLoopbackHost(u.Hostname())
+	}
+	return false
+}
+
+// Target is what the relay checks for an owned probe (sluice-relay
+// --probe): the URL of an httpGet, tcp://HOST:PORT for a tcpSocket.
+func (p *Probe) Target() string {
+	if p.Kind == ProbeTCP {
+		return "tcp://" + net.JoinHostPort(p.Host, strconv.Itoa(int(p.Port)))
+	}
+	return p.URL
+}
+
+// isLoopbackHost reports whether h, a probe's host, is the node's
+// loopback: localhost, or a loopback IP address.
+func isLoopbackHost(h string) bool {
+	if isLocalhost(h) {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
+}
 
 // newProbe turns a Kubernetes probe of container c into a Probe. A grpc
 // probe, or one with no handler, is refused with the reason.

@@ -1,6 +1,7 @@
 package jobscript
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-hpc/sluice/internal/jobscript/scripttest"
 )
 
 // readyState reads a container's readiness file: "0", "1", or "" when
@@ -25,7 +28,10 @@ func readyState(dir, container string) string {
 // TestScriptRunsReadinessProbes runs the three kinds of readiness probe
 // for real: an exec probe that passes once its container made a file, an
 // HTTP probe of a server that answers (with the header it was given) and
-// one that answers 500, and a TCP probe of a closed port.
+// one that answers 500, a TCP probe of a closed port, and an HTTP probe
+// that another user's listener would answer with a 200 (as root, the
+// listener of uid 65534): the relay checks the probes on the loopback, and
+// the job's output says why each failed.
 func TestScriptRunsReadinessProbes(t *testing.T) {
 	for _, tool := range []string{"curl", "bash"} {
 		if _, err := os.Stat("/usr/bin/" + tool); err != nil {
@@ -44,6 +50,10 @@ func TestScriptRunsReadinessProbes(t *testing.T) {
 	}
 	closedPort := int32(closed.Addr().(*net.TCPAddr).Port)
 	closed.Close()
+	other := ""
+	if os.Geteuid() == 0 {
+		other = serveAs(t, 65534, "127.0.0.1:0").String()
+	}
 
 	fast := func(p Probe) *Probe {
 		p.Period, p.Timeout, p.Success, p.Failure = 1, 1, 1, 1
@@ -56,10 +66,15 @@ func TestScriptRunsReadinessProbes(t *testing.T) {
 		sh("broken", "sleep 6"),
 		sh("tcp", "sleep 6"),
 	}
+	job.Relay = scripttest.BuildRelay(t)
 	job.Containers[0].Readiness = fast(Probe{Kind: ProbeExec, Command: []string{"test", "-e", "flag"}})
 	job.Containers[1].Readiness = fast(Probe{Kind: ProbeHTTP, URL: srv.URL + "/ok", Headers: []string{`X-Probe: it's "$HOME"`}})
 	job.Containers[2].Readiness = fast(Probe{Kind: ProbeHTTP, URL: srv.URL + "/fails"})
 	job.Containers[3].Readiness = fast(Probe{Kind: ProbeTCP, Host: "127.0.0.1", Port: closedPort})
+	if other != "" {
+		job.Containers = append(job.Containers, sh("other", "sleep 6"))
+		job.Containers[4].Readiness = fast(Probe{Kind: ProbeHTTP, URL: "http://" + other + "/"})
+	}
 	start := time.Now()
 	dir, cmd := startJob(t, "sh", job, RuntimeNone)
 	defer func() { _ = cmd.Wait() }()
@@ -83,13 +98,30 @@ func TestScriptRunsReadinessProbes(t *testing.T) {
 		t.Errorf("slow was ready after %v; want it after its flag, 2 s in", readyAt)
 	}
 	waitFor(t, func() bool { return readyState(dir, "web") == "1" })
-	for _, c := range []string{"broken", "tcp"} {
+	failed := []string{"broken", "tcp"}
+	if other != "" {
+		failed = append(failed, "other")
+	}
+	for _, c := range failed {
 		if s := readyState(dir, c); s != "0" {
 			t.Errorf("%s.ready = %q; want 0", c, s)
 		}
 	}
 	_ = cmd.Wait()
 	wantFile(t, dir, JobExitFile, "0\n")
+	out := readFile(t, dir, JobOutFile)
+	whys := []string{
+		"sluice: readiness probe of container broken failed: sluice-relay: probe " + srv.URL + "/fails: status 500",
+		fmt.Sprintf("sluice: readiness probe of container tcp failed: sluice-relay: probe tcp://127.0.0.1:%d: dial tcp 127.0.0.1:%d: connect: connection refused", closedPort, closedPort),
+	}
+	if other != "" {
+		whys = append(whys, "sluice: readiness probe of container other failed: sluice-relay: probe http://"+other+"/: connect: connection to "+other+" accepted by uid 65534, not the job's uid 0")
+	}
+	for _, why := range whys {
+		if n := strings.Count(out, why); n != 1 {
+			t.Errorf("job.out says %q %d times; want once (the reason does not change)", why, n)
+		}
+	}
 	if t.Failed() {
 		t.Logf("job.out:\n%s", readFile(t, dir, JobOutFile))
 	}

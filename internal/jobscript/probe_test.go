@@ -217,6 +217,7 @@ func TestKeptProbesFromPod(t *testing.T) {
 			if tc.warning == "" && warned != "" || !strings.HasPrefix(warned, tc.warning) {
 				t.Errorf("warning %q; want %q...", warned, tc.warning)
 			}
+			job.Relay = goldenRelay
 			if _, err := Script(job, ScriptOptions{JobDir: "/scratch/job", Runtime: RuntimeApptainer}); err != nil {
 				t.Errorf("Script: %v", err)
 			}
@@ -273,6 +274,7 @@ func FuzzNewProbe(f *testing.F) {
 			}
 			job := testJob()
 			job.Containers[0].Readiness = p
+			job.Relay = goldenRelay
 			if _, err := Script(job, ScriptOptions{JobDir: "/scratch/job", Runtime: RuntimeApptainer}); err != nil {
 				t.Fatalf("probe %+v: %v", p, err)
 			}

@@ -53,11 +53,12 @@ import (
 type ReverseJob struct {
 	// Addr is the IPv4 loopback address the relay holds, not 127.0.0.1,
 	// as the pod's ReverseBind sets it; the zero Addr derives one from
-	// Salt (annotations.DeriveBind). Unused without Ports.
+	// Salt (annotations.DeriveBind). Unused unless the job runs the relay.
 	Addr netip.Addr
 	// Ports are the ports the relay listens on: the listen ports of the
 	// pod's reverse forwards, each once. Empty for a job with a SOCKS
-	// proxy only, which has no relay.
+	// proxy only, which has no relay, and for one whose relay serves the
+	// forward entry alone.
 	Ports []uint16
 	// Names are the host names the job asked for, mapped to Addr in its
 	// /etc/hosts. localhost and IP addresses have no place here. Empty
@@ -66,11 +67,16 @@ type ReverseJob struct {
 	// SocksPort is the port of the SOCKS5 proxy that the tunnel serves on
 	// 127.0.0.1 of the node; 0 for none. It is none of Ports.
 	SocksPort uint16
+	// Forward is set for a job whose pod's forward tunnel carries ports to
+	// it: the relay runs for its forward entry (fwd.sock), through which
+	// the tunnel reaches only the job user's listeners, without Ports too.
+	// A relay always serves the entry.
+	Forward bool
 	// SocketDirRoot is the site's node-local directory of socket
 	// directories. If empty, the job fails at start saying so.
 	SocketDirRoot string
 	// RelayPath is the relay binary on the site (see Client.PlaceRelay).
-	// Unused without Ports.
+	// Unused unless the job runs the relay (RunsRelay).
 	RelayPath string
 	// Timeout bounds the wait for the relay, the tunnel and the SOCKS
 	// proxy. If zero, 120s.
@@ -83,6 +89,10 @@ type ReverseJob struct {
 	// before salts); a script is rendered only with one.
 	Salt string
 }
+
+// RunsRelay reports whether the job runs the relay: for reverse forwards
+// (Ports), or for the forward entry alone (Forward).
+func (r *ReverseJob) RunsRelay() bool { return len(r.Ports) > 0 || r.Forward }
 
 // SocketDir is the socket directory of the pod uid's job on the node: see
 // sitepath.SocketDir.
@@ -102,20 +112,26 @@ func (r *ReverseJob) RelayAddr(uid string) (netip.Addr, error) {
 // when ReverseJob.Timeout is zero.
 const DefaultReverseTimeout = 120 * time.Second
 
-// NewReverseJob is the job side of the reverse tunnel a pod asks for: its
-// SOCKS port and, when it has forwards, the relay address it sets (none: one
-// is derived from the salt Submit draws) and relayPath, the
-// listen ports of its forwards and the names to map (its forwards' hosts but
-// for IP addresses and localhost, once each). A job with a SOCKS proxy only
-// has no relay: relayPath is not kept. It returns nil when r is nil or asks
-// for neither forwards nor SOCKS.
-func NewReverseJob(r *annotations.Reverse, socketDirRoot, relayPath string) *ReverseJob {
-	if r == nil || (len(r.Forwards) == 0 && r.SocksPort == 0) {
+// NewReverseJob is the job side of the tunnels of a pod whose shadow
+// carries r, its reverse tunnel (nil for none), and, with forward, ports
+// of its forward tunnel to the job (shadow.RunsRelay decides): its SOCKS
+// port, and, when it has reverse forwards or forward, the relay address it
+// sets (none: one is derived from the salt Submit draws) and relayPath;
+// the listen ports of its forwards and the names to map (its forwards'
+// hosts but for IP addresses and localhost, once each). A job with a
+// SOCKS proxy only has no relay: relayPath is not kept. It returns nil
+// when the job needs no socket directory: neither forwards, SOCKS nor
+// forward.
+func NewReverseJob(r *annotations.Reverse, forward bool, socketDirRoot, relayPath string) *ReverseJob {
+	if r == nil {
+		r = &annotations.Reverse{}
+	}
+	if len(r.Forwards) == 0 && r.SocksPort == 0 && !forward {
 		return nil
 	}
-	rj := &ReverseJob{SocketDirRoot: socketDirRoot, SocksPort: uint16(r.SocksPort)}
-	if len(r.Forwards) == 0 {
-		return rj
+	rj := &ReverseJob{SocketDirRoot: socketDirRoot, SocksPort: uint16(r.SocksPort), Forward: forward}
+	if len(r.Forwards) == 0 && !forward {
+		return rj // a SOCKS proxy alone
 	}
 	rj.Addr, rj.RelayPath = r.Bind, relayPath
 	for _, f := range r.Forwards {
@@ -145,8 +161,8 @@ func CheckSocketDirRoot(root, uid string) error {
 // check checks everything of r that reaches the batch script.
 func (r *ReverseJob) check(uid string) error {
 	switch {
-	case len(r.Ports) == 0 && r.SocksPort == 0:
-		return errors.New("reverse tunnel: no ports and no SOCKS port")
+	case !r.RunsRelay() && r.SocksPort == 0:
+		return errors.New("reverse tunnel: no ports, no SOCKS port and no forward entry")
 	case len(r.Ports) == 0 && len(r.Names) > 0:
 		return errors.New("reverse tunnel: names to map but no ports")
 	case r.SocksPort != 0 && slices.Contains(r.Ports, r.SocksPort):
@@ -160,7 +176,7 @@ func (r *ReverseJob) check(uid string) error {
 	if err := CheckSocketDirRoot(r.SocketDirRoot, uid); err != nil {
 		return fmt.Errorf("reverse tunnel: %w", err)
 	}
-	if len(r.Ports) == 0 {
+	if !r.RunsRelay() {
 		return nil
 	}
 	return r.checkForwards(uid)
@@ -188,8 +204,16 @@ func (r *ReverseJob) checkForwards(uid string) error {
 			return fmt.Errorf("reverse tunnel: %w", err)
 		}
 	}
-	if !safePath.MatchString(r.RelayPath) || path.Clean(r.RelayPath) != r.RelayPath {
-		return fmt.Errorf("reverse tunnel: relay path %q must be a clean absolute path of letters, digits and ._/@+=_-", r.RelayPath)
+	if err := checkRelayPath(r.RelayPath); err != nil {
+		return fmt.Errorf("reverse tunnel: %w", err)
+	}
+	return nil
+}
+
+// checkRelayPath checks the relay binary's path on the site.
+func checkRelayPath(p string) error {
+	if !safePath.MatchString(p) || path.Clean(p) != p {
+		return fmt.Errorf("relay path %q must be a clean absolute path of letters, digits and ._/@+=_-", p)
 	}
 	return nil
 }
@@ -210,10 +234,11 @@ type reverseData struct {
 	Root      string // may be empty: the script then fails at start
 	Dir       string // the socket directory's name in Root
 	Timeout   int64  // seconds
-	// The relay, for forwards; all empty for a SOCKS proxy only.
+	// The relay, for forwards and the forward entry; all empty for a
+	// SOCKS proxy only.
 	Relay   string
 	Addr    string
-	Ports   string   // comma-separated, as --ports takes them
+	Ports   string   // comma-separated, as --ports takes them; empty for the forward entry alone
 	Sockets []string // rev-<port>.sock, in the order of Ports
 	Ready   string
 	// PortFile is the port file's name in the job directory.
@@ -252,7 +277,7 @@ func newReverseData(r *ReverseJob, uid string, rt Runtime) *reverseData {
 	if r.SocksPort != 0 {
 		d.Socks, d.SocksHex = r.SocksPort, fmt.Sprintf("%04X", r.SocksPort)
 	}
-	if len(r.Ports) == 0 {
+	if !r.RunsRelay() {
 		return d
 	}
 	relayAddr, _ := r.RelayAddr(uid) // checked

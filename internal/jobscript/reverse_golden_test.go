@@ -33,6 +33,7 @@ var reverseGoldenCases = []struct {
 	runtime Runtime
 	pod     func(*corev1.Pod)
 	rev     func(*ReverseJob)
+	forward bool // the pod's forward tunnel carries ports to the job: its relay serves the forward entry
 }{
 	{name: "apptainer-reverse", runtime: RuntimeApptainer},
 	// The pod's pre-exec sets the legacy variable: the snippet's bind,
@@ -58,6 +59,17 @@ var reverseGoldenCases = []struct {
 	{name: "charliecloud-reverse-socks-only", runtime: RuntimeCharliecloud, pod: func(p *corev1.Pod) { chPod(p); socksOnly(p) }},
 	{name: "none-reverse-socks", runtime: RuntimeNone, pod: withSocks},
 	{name: "none-reverse-socks-only", runtime: RuntimeNone, pod: socksOnly},
+	// A relay for the forward entry alone (shadow.RunsRelay): no reverse
+	// forwards, hosts copy or binds; SLUICE_POD_IP and SLUICE_PORT_FILE.
+	{name: "apptainer-forward-only", runtime: RuntimeApptainer, pod: forwardOnly, forward: true},
+	{name: "charliecloud-forward-only", runtime: RuntimeCharliecloud, pod: func(p *corev1.Pod) { chPod(p); forwardOnly(p) }, forward: true},
+	{name: "enroot-forward-only", runtime: RuntimeEnroot, pod: forwardOnly, forward: true},
+}
+
+// forwardOnly exposes port 8080 and asks for no reverse tunnel.
+func forwardOnly(p *corev1.Pod) {
+	delete(p.Annotations, annotations.ReverseForwards)
+	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
 }
 
 // chPod runs reversePod under Charliecloud, with an init container that
@@ -91,7 +103,7 @@ func TestReverseGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("annotations.Parse: %v", err)
 			}
-			job.Reverse = NewReverseJob(r, "/tmp/sluice", "/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef")
+			job.Reverse = NewReverseJob(r, tc.forward, "/tmp/sluice", goldenRelay)
 			job.Reverse.Salt = scripttest.TestSalt
 			if tc.rev != nil {
 				tc.rev(job.Reverse)
@@ -113,22 +125,28 @@ func TestNewReverseJob(t *testing.T) {
 	tests := []struct {
 		name        string
 		annotations map[string]string // nil: NewReverseJob(nil, …)
+		forward     bool              // the pod's forward tunnel carries ports to the job
 		want        *ReverseJob       // nil: none
 	}{
-		{"nil", nil, nil},
-		{"forwards", map[string]string{annotations.ReverseForwards: forwards}, &ReverseJob{
+		{"nil", nil, false, nil},
+		// A relay for its forward entry alone: no ports, names or SOCKS.
+		{"forward only", nil, true, &ReverseJob{Forward: true, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay"}},
+		{"forward and socks", map[string]string{annotations.ReverseSocksPort: "1080"}, true, &ReverseJob{
+			Forward: true, SocksPort: 1080, SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
+		}},
+		{"forwards", map[string]string{annotations.ReverseForwards: forwards}, false, &ReverseJob{
 			Ports: []uint16{6379, 9000, 7000, 5432, 8080}, Names: []string{"redis", "minio"},
 			SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
 		}},
-		{"forwards and socks", map[string]string{annotations.ReverseForwards: "redis:6379", annotations.ReverseSocksPort: "1080"}, &ReverseJob{
+		{"forwards and socks", map[string]string{annotations.ReverseForwards: "redis:6379", annotations.ReverseSocksPort: "1080"}, false, &ReverseJob{
 			Ports: []uint16{6379}, Names: []string{"redis"}, SocksPort: 1080,
 			SocketDirRoot: "/tmp/s", RelayPath: "/bin/relay",
 		}},
 		// No relay: no address, relay path, ports or names.
-		{"socks only", map[string]string{annotations.ReverseSocksPort: "1080"}, &ReverseJob{
+		{"socks only", map[string]string{annotations.ReverseSocksPort: "1080"}, false, &ReverseJob{
 			SocksPort: 1080, SocketDirRoot: "/tmp/s",
 		}},
-		{"bind alone asks for nothing", map[string]string{annotations.ReverseBind: "127.1.0.2"}, nil},
+		{"bind alone asks for nothing", map[string]string{annotations.ReverseBind: "127.1.0.2"}, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,7 +157,7 @@ func TestNewReverseJob(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := NewReverseJob(r, "/tmp/s", "/bin/relay")
+			got := NewReverseJob(r, tt.forward, "/tmp/s", "/bin/relay")
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %+v; want %+v", got, tt.want)
 			}
@@ -219,7 +237,7 @@ func TestReverseScriptRefuses(t *testing.T) {
 		{"relay with space", func(r *ReverseJob) { r.RelayPath = "/a b/relay" }, "relay path"},
 		{"negative timeout", func(r *ReverseJob) { r.Timeout = -time.Second }, "negative"},
 		{"socks port is a forward's", func(r *ReverseJob) { r.SocksPort = 6379 }, "SOCKS port 6379 is also a forward's port"},
-		{"no ports and no socks", func(r *ReverseJob) { r.Ports, r.Names = nil, nil }, "no ports and no SOCKS port"},
+		{"no ports and no socks", func(r *ReverseJob) { r.Ports, r.Names = nil, nil }, "no ports, no SOCKS port and no forward entry"},
 		{"names without ports", func(r *ReverseJob) { r.Ports, r.SocksPort = nil, 1080 }, "names to map but no ports"},
 		{"socks only, bad root", func(r *ReverseJob) { r.Ports, r.Names, r.SocksPort, r.SocketDirRoot = nil, nil, 1080, "/tmp/a b" }, "socket directory root"},
 		{"socks only, negative timeout", func(r *ReverseJob) { r.Ports, r.Names, r.SocksPort, r.Timeout = nil, nil, 1080, -1 }, "negative"},

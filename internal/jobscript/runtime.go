@@ -205,16 +205,25 @@ func (r Runtime) verb() string {
 // hostsBind is what binds the reverse tunnel's hosts copy over the
 // containers' /etc/hosts on each container line (after the verb), for the
 // runtimes that take it there; a fixed text of the script, which sets
-// sluice_hosts. Apptainer takes it from APPTAINER_BIND instead. enroot,
-// which keeps none of the caller's environment, is also given the relay's
-// SLUICE_POD_IP and SLUICE_PORT_FILE by name there (ch-run keeps them,
-// apptainer gets them as APPTAINERENV_).
+// sluice_hosts. Apptainer takes it from APPTAINER_BIND instead. enroot is
+// also given the relay's variables there (relayEnv).
 func (r Runtime) hostsBind() string {
 	switch r {
 	case RuntimeCharliecloud:
 		return `-b "$sluice_hosts:/etc/hosts"`
 	case RuntimeEnroot:
-		return `--mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind" --env SLUICE_POD_IP --env SLUICE_PORT_FILE`
+		return `--mount "$sluice_hosts:/etc/hosts:none:x-create=file,bind" ` + r.relayEnv()
+	}
+	return ""
+}
+
+// relayEnv passes the relay's SLUICE_POD_IP and SLUICE_PORT_FILE by name
+// on each container line of a job with a relay, for enroot, which keeps
+// none of the caller's environment (ch-run keeps them, apptainer gets
+// them as APPTAINERENV_).
+func (r Runtime) relayEnv() string {
+	if r == RuntimeEnroot {
+		return "--env SLUICE_POD_IP --env SLUICE_PORT_FILE"
 	}
 	return ""
 }

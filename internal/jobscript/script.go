@@ -9,6 +9,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/sluice-hpc/sluice/internal/relay"
 	"github.com/sluice-hpc/sluice/internal/site"
 )
 
@@ -89,9 +90,13 @@ type scriptData struct {
 	NeedsUser            bool   // ch-run needs USER
 	Dirs                 []string
 	Init, Containers     []containerData
-	ExitFiles            []string          // job.exit and every container's exit and time files, removed at start
-	Reverse              *reverseData      // the reverse tunnel, nil for none
-	Enroot               []enrootContainer // enroot's containers to make, nil for other runtimes
+	ExitFiles            []string     // job.exit and every container's exit and time files, removed at start
+	Reverse              *reverseData // the reverse tunnel, nil for none
+	// ProbeRelay is the relay binary that checks the owned probes
+	// (Job.Relay), "" for none; ProbeEntry the forward entry's name in
+	// the socket directory, for a job whose relay serves it, "" for none.
+	ProbeRelay, ProbeEntry string
+	Enroot                 []enrootContainer // enroot's containers to make, nil for other runtimes
 
 	OutFile, IDFile, ExitFile string
 	LogSuffix, ExitSuffix     string
@@ -120,7 +125,8 @@ type containerData struct {
 	Runtime  bool   // Argv follows "$sluice_runtime"
 	Verb     string // the runtime's first word (enroot's start), "" for none
 	// HostsBind binds the reverse tunnel's hosts copy (ch-run -b, enroot
-	// --mount) after Verb, before Argv: a fixed text (Runtime.hostsBind).
+	// --mount) after Verb, before Argv, and gives enroot the relay's
+	// variables: a fixed text (Runtime.hostsBind, Runtime.relayEnv).
 	HostsBind string
 	Argv      []string
 	// Readiness is the container's readiness probe, PreStop its preStop
@@ -157,6 +163,12 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 	if err := checkScriptJob(job, opts); err != nil {
 		return nil, err
 	}
+	if job.ChecksOwners() {
+		// Not checked by FromPod: the provider sets Relay after it.
+		if err := checkRelayPath(job.Relay); err != nil {
+			return nil, fmt.Errorf("probes on the node's loopback are checked with the relay: %w", err)
+		}
+	}
 	binary := opts.Runtime.Binary()
 	if opts.Site.RuntimePath != "" && binary != "" {
 		binary = opts.Site.RuntimePath
@@ -187,9 +199,18 @@ func newScriptData(job *Job, opts ScriptOptions) (*scriptData, error) {
 		Restart: job.Restart, Grace: job.Grace,
 		Reverse: newReverseData(job.Reverse, job.UID, opts.Runtime),
 	}
+	if job.ChecksOwners() {
+		d.ProbeRelay = job.Relay
+		if job.Reverse != nil && job.Reverse.RunsRelay() {
+			d.ProbeEntry = relay.ForwardSocket
+		}
+	}
 	hostsBind := ""
-	if d.Reverse != nil && d.Reverse.BindLine {
+	switch {
+	case d.Reverse != nil && d.Reverse.BindLine:
 		hostsBind = opts.Runtime.hostsBind()
+	case d.Reverse != nil && d.Reverse.Relay != "":
+		hostsBind = opts.Runtime.relayEnv()
 	}
 	d.ExitFiles = append(d.ExitFiles, JobExitFile)
 	if opts.Runtime == RuntimeEnroot {

@@ -163,7 +163,7 @@ func (p *Provider) trySubmit(ctx context.Context, st *podState) (bool, error) {
 	if err != nil {
 		return false, &waitError{reason: reasonConfigError, err: err}
 	}
-	if job.Reverse, err = p.reverseJob(ctx, pod); err != nil {
+	if err := p.relaySide(ctx, pod, job); err != nil {
 		return false, err
 	}
 	job.UID = jobUID
@@ -299,7 +299,7 @@ func jobSide(job *jobscript.Job) (containers []jobscript.Container, runtimeOptio
 	containers, runtimeOptions = append(slices.Clip(job.Init), job.Containers...), job.RuntimeOptions
 	if job.Reverse != nil && job.Reverse.SocketDirRoot != "" {
 		socketDir = job.Reverse.SocketDir(job.UID)
-		if len(job.Reverse.Ports) > 0 {
+		if job.Reverse.RunsRelay() {
 			forwardEntry = path.Join(socketDir, relay.ForwardSocket)
 		}
 	}

@@ -235,7 +235,7 @@ func (p *Provider) successorJob(ctx context.Context, pod *corev1.Pod, gen int) (
 	if err != nil {
 		return nil, err
 	}
-	if job.Reverse, err = p.reverseJob(ctx, pod); err != nil {
+	if err := p.relaySide(ctx, pod, job); err != nil {
 		return nil, err
 	}
 	job.UID = renewalUID(string(pod.UID), gen)

@@ -168,25 +168,53 @@ func (p *Provider) setPodIP(st *podState, ip string) {
 	}
 }
 
-// reverseJob is the job side of the pod's reverse tunnel (its forwards
-// and its SOCKS proxy), or nil.
+// relaySide gives job, made from pod, what the relay does for it: the job
+// side of its tunnels (reverseJob) and, for its probes and hooks on the
+// node's loopback, the relay binary that checks them (jobscript.Job.Relay).
+func (p *Provider) relaySide(ctx context.Context, pod *corev1.Pod, job *jobscript.Job) error {
+	var err error
+	if job.Reverse, err = p.reverseJob(ctx, pod); err != nil {
+		return err
+	}
+	if job.ChecksOwners() {
+		job.Relay, err = p.relayPath(ctx)
+	}
+	return err
+}
+
+// reverseJob is the job side of the pod's tunnels (its reverse forwards,
+// its SOCKS proxy, the relay's forward entry for its forward tunnel), or
+// nil for a job that has none. Whether the job runs the relay is
+// shadow.RunsRelay's to say; the relay is placed on the site for it.
 func (p *Provider) reverseJob(ctx context.Context, pod *corev1.Pod) (*jobscript.ReverseJob, error) {
 	r, err := annotations.Parse(pod.Annotations, pod.Namespace)
-	if err != nil || r == nil {
+	if err != nil {
 		return nil, err
 	}
-	if len(r.Forwards) == 0 {
+	forward, _ := shadow.Needed(pod)
+	relayed := shadow.RunsRelay(pod, p.cfg.Shadows != nil && p.cfg.SocketDirRoot != "")
+	if !relayed {
 		// A SOCKS proxy alone needs the socket directory, not the relay.
-		return jobscript.NewReverseJob(r, p.cfg.SocketDirRoot, ""), nil
+		return jobscript.NewReverseJob(r, false, p.cfg.SocketDirRoot, ""), nil
 	}
+	path, err := p.relayPath(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return jobscript.NewReverseJob(r, forward, p.cfg.SocketDirRoot, path), nil
+}
+
+// relayPath places the relay binary on the site and returns its path
+// there.
+func (p *Provider) relayPath(ctx context.Context) (string, error) {
 	if p.cfg.Relay == nil {
-		return nil, errors.New("no relay binary to place on the site")
+		return "", errors.New("no relay binary to place on the site")
 	}
 	path, err := p.cfg.Relay(ctx)
 	if err != nil {
-		return nil, &waitError{reason: reasonRelayNotPlaced, err: fmt.Errorf("place the relay: %w", err)}
+		return "", &waitError{reason: reasonRelayNotPlaced, err: fmt.Errorf("place the relay: %w", err)}
 	}
-	return jobscript.NewReverseJob(r, p.cfg.SocketDirRoot, path), nil
+	return path, nil
 }
 
 // followNode tells the shadow the node the job runs on (and the job's id,

@@ -22,6 +22,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // fakeShadows is a shadow manager whose shadow pod the test moves on.
@@ -348,4 +349,55 @@ func TestShadowLearnsSaltedSocketDir(t *testing.T) {
 		defer shadows.mu.Unlock()
 		return len(shadows.dirs) == 2 && shadows.dirs[1] == want
 	})
+}
+
+// TestForwardOnlyJobRunsRelay: a pod that exposes a port and asks for no
+// reverse tunnel gets a relay for its forward entry (shadow.RunsRelay),
+// and its probe on the node's loopback the relay binary that checks it,
+// where the site has a socket directory root; without one, neither.
+func TestForwardOnlyJobRunsRelay(t *testing.T) {
+	for _, tc := range []struct {
+		name, root string
+		relayed    bool
+	}{
+		{"socket root", "/tmp/sluice", true},
+		{"no socket root", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod("fwd")
+			pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+			pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
+			h := newHarness(t, func(c *Config) {
+				c.Shadows = &fakeShadows{}
+				c.Site.Probes = true
+				c.Relay = func(context.Context) (string, error) { return "/data/.bin/sluice-relay-0123", nil }
+				c.SocketDirRoot = tc.root
+			}, pod)
+			if err := h.p.CreatePod(context.Background(), pod); err != nil {
+				t.Fatalf("CreatePod: %v", err)
+			}
+			h.waitEvent("Normal Submitted submitted as Slurm job")
+			h.jobs.mu.Lock()
+			job := h.jobs.lastJob
+			h.jobs.mu.Unlock()
+			if job.Relay != "/data/.bin/sluice-relay-0123" {
+				t.Errorf("got the probes' relay %q; want the placed relay", job.Relay)
+			}
+			rev := job.Reverse
+			if !tc.relayed {
+				if rev != nil {
+					t.Errorf("got job tunnels %+v; want none without a socket root", rev)
+				}
+				return
+			}
+			if rev == nil || !rev.Forward || !rev.RunsRelay() || rev.RelayPath != "/data/.bin/sluice-relay-0123" || len(rev.Ports) != 0 {
+				t.Fatalf("got job tunnels %+v; want the relay for the forward entry alone", rev)
+			}
+			_, _, _, entry := jobSide(job)
+			if want := path.Join(rev.SocketDir(job.UID), relay.ForwardSocket); entry != want {
+				t.Errorf("got forward entry %q; want %q", entry, want)
+			}
+		})
+	}
 }

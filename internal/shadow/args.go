@@ -32,10 +32,10 @@ func (s Spec) commonArgs() []string {
 }
 
 // forwardArgs are the arguments of `sluice-tunnel forward` for the ports
-// the job exposes. A job with a relay (relayed: it has reverse forwards)
-// serves the relay's forward entry, which the tunnel goes through, to the
-// job user's listeners only, with ForwardTarget node; the socket directory
-// is read from the node ConfigMap, as for the reverse tunnel.
+// the job exposes. A job with a relay (relayed: RunsRelay) serves the
+// relay's forward entry, which the tunnel goes through, to the job user's
+// listeners only, with ForwardTarget node; the socket directory is read
+// from the node ConfigMap, as for the reverse tunnel.
 func (s Spec) forwardArgs(ports []int32, metrics int32, relayed bool) []string {
 	list := make([]string, len(ports))
 	for i, p := range ports {

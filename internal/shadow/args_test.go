@@ -6,7 +6,7 @@ import (
 )
 
 // TestForwardArgsEntry: the forward goes through the relay's entry only
-// where the job runs a relay (it has reverse forwards) and the node's sshd
+// where the job runs a relay (RunsRelay) and the node's sshd
 // carries the forward; else it dials the port as before.
 func TestForwardArgsEntry(t *testing.T) {
 	const entry = "--entry-dir-file=/etc/sluice/node/socket-dir"

@@ -67,7 +67,8 @@ func (s Spec) Build(pod *corev1.Pod) (*Objects, error) {
 		return nil, err
 	}
 	o := &Objects{Namespace: ns, Name: Name(pod), Reverse: rev != nil}
-	containers, volumes, err := s.podContents(o, uid, ports, rev, kept)
+	relayed := RunsRelay(pod, s.SocketDirRoot != "")
+	containers, volumes, err := s.podContents(o, uid, ports, rev, relayed, kept)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (s Spec) Build(pod *corev1.Pod) (*Objects, error) {
 			Annotations: map[string]string{AnnotationPod: pod.Namespace + "/" + pod.Name},
 		}
 	}
-	if o.Deployment, err = s.deployment(meta(o.Name), pod, containers, kept, volumes); err != nil {
+	if o.Deployment, err = s.deployment(meta(o.Name), pod, containers, kept, volumes, relayed); err != nil {
 		return nil, err
 	}
 	if len(ports) > 0 {
@@ -118,7 +119,7 @@ func (s Spec) checkPod(pod *corev1.Pod) (string, error) {
 // podContents are the containers and volumes of the shadow pod: the
 // tunnels the pod needs with their volumes, then the kept containers and
 // theirs; a hold container when there is nothing else. It sets o.Forward.
-func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotations.Reverse, kept *carried) ([]corev1.Container, []corev1.Volume, error) {
+func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotations.Reverse, relayed bool, kept *carried) ([]corev1.Container, []corev1.Volume, error) {
 	var forwarded []int32
 	var forwardPorts []corev1.ContainerPort
 	for _, e := range ports {
@@ -131,7 +132,7 @@ func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotati
 	fwdMetrics, revMetrics := metricsPorts(ports, o.Forward, o.Reverse)
 	var containers []corev1.Container
 	if o.Forward {
-		c := s.tunnelContainer(ContainerForward, s.forwardArgs(forwarded, fwdMetrics, rev != nil && len(rev.Forwards) > 0), forwardPorts, fwdMetrics)
+		c := s.tunnelContainer(ContainerForward, s.forwardArgs(forwarded, fwdMetrics, relayed), forwardPorts, fwdMetrics)
 		c.ReadinessProbe = readinessProbe(fwdMetrics)
 		containers = append(containers, c)
 	}
@@ -154,7 +155,7 @@ func (s Spec) podContents(o *Objects, uid string, ports []exposed, rev *annotati
 	return containers, append(volumes, kept.volumes...), nil
 }
 
-func (s Spec) deployment(meta metav1.ObjectMeta, pod *corev1.Pod, containers []corev1.Container, kept *carried, volumes []corev1.Volume) (*appsv1.Deployment, error) {
+func (s Spec) deployment(meta metav1.ObjectMeta, pod *corev1.Pod, containers []corev1.Container, kept *carried, volumes []corev1.Volume, relayed bool) (*appsv1.Deployment, error) {
 	one, history, no := int32(1), int32(2), false
 	if pod.Namespace == meta.Namespace {
 		// Within the pod's namespace the pod owns its shadow, so that the
@@ -167,6 +168,9 @@ func (s Spec) deployment(meta metav1.ObjectMeta, pod *corev1.Pod, containers []c
 		AnnotationPod: meta.Annotations[AnnotationPod],
 		"kubectl.kubernetes.io/default-container": containers[0].Name,
 	}}
+	if relayed {
+		template.Annotations[AnnotationRelayed] = "true"
+	}
 	d := &appsv1.Deployment{
 		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{

@@ -18,6 +18,11 @@ type Carried struct {
 	ReversePorts []int32
 	// SocksPort is the reverse tunnel's SOCKS proxy port, 0 for none.
 	SocksPort int32
+	// Relayed: the pod's job runs the relay (RunsRelay), whose forward
+	// entry is the only way to its ports. A Deployment with reverse
+	// forwards is relayed whether or not it is marked (AnnotationRelayed):
+	// one an earlier sluice made is not.
+	Relayed bool
 }
 
 // CarriedBy reads what d, a shadow Deployment Build made, carries: the
@@ -43,6 +48,7 @@ func CarriedBy(d *appsv1.Deployment) (Carried, error) {
 			}
 		}
 	}
+	c.Relayed = len(c.ReversePorts) > 0 || d.Spec.Template.Annotations[AnnotationRelayed] == "true"
 	return c, nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"net"
 	"path"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -71,6 +73,69 @@ exec socat TCP-LISTEN:%d,bind="$SLUICE_POD_IP",fork,reuseaddr SYSTEM:'echo job; 
 		if t.Failed() {
 			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
 			t.Logf("job.out:\n%s", b)
+		}
+	})
+}
+
+// TestRigForwardOnly runs two jobs of pods that expose the same port and
+// ask for no reverse tunnel (their relay serves the forward entry alone,
+// shadow.RunsRelay), on the node where bob holds 127.0.0.1 at that port:
+// each serves it on its own SLUICE_POD_IP after a while, with a readiness
+// probe on 127.0.0.1 checked through its entry. Through the node's sshd
+// each entry reaches its own job; a port only bob listens on is refused
+// naming bob's uid; each probe fails, saying so, while only bob listens,
+// and passes once its job does; bob's listeners receive nothing, neither
+// forward nor probe.
+func TestRigForwardOnly(t *testing.T) {
+	eachSite(t, func(t *testing.T, on rigSite) {
+		e := newRigEnv(t, on, jobscript.RuntimeNone)
+		relayPath := placeRigRelay(t, e)
+		alice := nodeClient(t, e)
+		bob := nodeClientAs(t, e, e.rig.Get(t, "RIG_OTHER_USER"), e.rig.Get(t, "RIG_OTHER_KEY"))
+		shared, only := bobListens(t, bob), bobListens(t, bob)
+		bobUID, aliceUID := e.uidOf(t, e.rig.Get(t, "RIG_OTHER_USER")), e.uidOf(t, e.rig.Get(t, "RIG_USER"))
+		type started struct {
+			job *jobscript.Job
+			ref JobRef
+		}
+		var jobs []started
+		for _, name := range []string{"one", "two"} {
+			job := e.shJob(t, nil, [][2]string{{"web", fmt.Sprintf(
+				`sleep 3; exec socat TCP-LISTEN:%d,bind="$SLUICE_POD_IP",fork,reuseaddr SYSTEM:'echo %s; cat'`, shared.port, name)}})
+			job.Containers[0].Readiness = &jobscript.Probe{Kind: jobscript.ProbeTCP, Host: "127.0.0.1", Port: int32(shared.port),
+				Period: 1, Timeout: 5, Success: 1, Failure: 1}
+			job.Relay = relayPath
+			job.Reverse = &jobscript.ReverseJob{Forward: true, SocketDirRoot: e.rig.Get(t, "RIG_SOCKET_DIR_ROOT"), RelayPath: relayPath, Timeout: time.Minute}
+			jobs = append(jobs, started{job, e.submit(t, job)})
+		}
+		for i, name := range []string{"one", "two"} {
+			job, ref := jobs[i].job, jobs[i].ref
+			e.wait(t, ref, "running", func(st Status) bool { return st.State == StateRunning || st.State.Final() })
+			waitOnNode(t, alice, "job "+name+" ready", "grep -qx 1 "+path.Join(ref.Dir, jobscript.ReadyFile("web")))
+			entry := path.Join(job.Reverse.SocketDir(job.UID), relay.ForwardSocket)
+			if got, err := forwardThrough(alice, entry, shared.port, "ping\n"); err != nil || got != name+"\nping\n" {
+				t.Errorf("job %s, port %d: got %q, %v; want its own answer", name, shared.port, got, err)
+			}
+			_, err := forwardThrough(alice, entry, only.port, "ping\n")
+			var rf *relay.RefusedError
+			want := fmt.Sprintf("port %d: listener 127.0.0.1:%d owned by uid %s, not the job's uid %s", only.port, only.port, bobUID, aliceUID)
+			if !errors.As(err, &rf) || rf.Reason != want {
+				t.Errorf("job %s, port only bob listens on: got %v; want the refusal %q", name, err, want)
+			}
+			b, _ := e.c.Site.ReadAt(context.Background(), path.Join(ref.Dir, jobscript.JobOutFile), 0, 1<<20)
+			why := fmt.Sprintf("sluice: readiness probe of container web failed: sluice-relay: probe tcp://127.0.0.1:%d: port %d: listener 127.0.0.1:%d owned by uid %s, not the job's uid %s",
+				shared.port, shared.port, shared.port, bobUID, aliceUID)
+			if !strings.Contains(string(b), why) {
+				t.Errorf("job %s's output does not say %q", name, why)
+			}
+			if t.Failed() {
+				t.Logf("job %s, job.out:\n%s", name, b)
+			}
+		}
+		for _, l := range []*bobListener{shared, only} {
+			if n := l.conns.Load(); n != 0 {
+				t.Errorf("bob's listener on 127.0.0.1:%d received %d connections", l.port, n)
+			}
 		}
 	})
 }

@@ -169,6 +169,7 @@ sluice_up() {
 sluice_probe() {
 	sluice_pname=$1 sluice_role=$2 sluice_gate=$sluice_tmp/$1.$3 sluice_delay=$4
 	sluice_period=$5 sluice_timeout=$6 sluice_success=$7 sluice_failure=$8
+	sluice_err=$sluice_tmp/$1.$2.err sluice_said=
 	shift 8
 	sluice_seen=
 	while sluice_alive; do
@@ -181,9 +182,10 @@ sluice_probe() {
 		sluice_ok=0 sluice_bad=0 sluice_ready=
 		while sluice_alive && sluice_gate_pid && [ "$sluice_gpid" = "$sluice_seen" ]; do
 			if sluice_check "$@"; then
-				sluice_ok=$((sluice_ok + 1)) sluice_bad=0
+				sluice_ok=$((sluice_ok + 1)) sluice_bad=0 sluice_said=
 			else
 				sluice_bad=$((sluice_bad + 1)) sluice_ok=0
+				sluice_why
 			fi
 			if ! sluice_probed; then
 				break
@@ -245,11 +247,24 @@ sluice_probed() {
 	esac
 }
 
+# sluice_why says in the job's output why sluice_probe's check failed, the
+# last line it wrote to its standard error, once until the reason changes
+# or a check passes.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_why() {
+	sluice_msg=$(awk 'NF { l = $0 } END { print l }' "$sluice_err" 2>/dev/null)
+	if [ -n "$sluice_msg" ] && [ "$sluice_msg" != "$sluice_said" ]; then
+		printf 'sluice: %s probe of container %s failed: %s\n' "$sluice_role" "$sluice_pname" "$sluice_msg" >&2
+	fi
+	sluice_said=$sluice_msg
+}
+
 # sluice_check CHECK... runs CHECK, in a session of its own, and kills that
-# session after sluice_timeout seconds: it fails then.
+# session after sluice_timeout seconds: it fails then. Its standard error
+# goes to sluice_err, if set.
 # shellcheck disable=SC2317 # called through sluice_probe or sluice_hook
 sluice_check() {
-	"$@" </dev/null >/dev/null 2>&1 &
+	"$@" </dev/null >/dev/null 2>"${sluice_err:-/dev/null}" &
 	sluice_cpid=$!
 	(
 		sleep "$sluice_timeout"
@@ -278,6 +293,15 @@ sluice_check_exec() {
 		set +a
 	fi
 	exec "$sluice_setsid" "$@"
+}
+
+# sluice_check_owned TARGET [--header HEADER]... checks TARGET, a probe's
+# tcp://, http:// or https:// target on the node's loopback, with the relay
+# (sluice-relay --probe): only a listener of the job's user passes it, never
+# another user's that holds the port, and the relay says why a check failed.
+# shellcheck disable=SC2317 # called through sluice_probe
+sluice_check_owned() {
+	exec "$sluice_setsid" "$sluice_probe_relay" --probe "$@"
 }
 
 # sluice_check_http URL [-H HEADER]... asks for URL with curl, else wget:
@@ -318,9 +342,9 @@ sluice_pre_stop() {
 	sluice_hooks=
 	sluice_hook web 20 sluice_check_exec web /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/web '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-web '' sh -c 'kill -USR1 1; sleep 3' &
 	sluice_hooks="$sluice_hooks $!"
-	sluice_hook db 20 sluice_check_http http://127.0.0.1:5433/quit &
+	sluice_hook db 20 sluice_check_owned http://127.0.0.1:5433/quit &
 	sluice_hooks="$sluice_hooks $!"
-	sluice_hook app 20 sluice_check_http http://127.0.0.1:8080/quit &
+	sluice_hook app 20 sluice_check_owned http://127.0.0.1:8080/quit &
 	sluice_hooks="$sluice_hooks $!"
 	for sluice_hook_pid in $sluice_hooks; do
 		wait "$sluice_hook_pid"
@@ -530,6 +554,8 @@ sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-db docker
 sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-hello docker://busybox
 sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-app docker://busybox
 sluice_enroot_make sluice-default-0a1b2c3d-0000-4000-8000-000000000001-side docker://busybox
+# Probes on the node's loopback are checked with the relay.
+sluice_probe_relay=/scratch/alice/.sluice/.bin/sluice-relay-0123456789abcdef
 sluice_pre_stopped=
 sluice_grace=20
 
@@ -549,13 +575,13 @@ sluice_start hello /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000
 sluice_start_kept OnFailure app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-app '' sh -c 'sleep 600' --greeting 'hi there'
 sluice_start_kept OnFailure side /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/side '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-side '' sh -c 'sleep 600' --greeting 'hi there'
 # Probes, beside their containers.
-sluice_probe web readiness pid 2 3 1 1 3 sluice_check_http 'http://127.0.0.1:8080/healthz?who='\''me'\''&x=$(id)' -H 'X-Probe: it'\''s "$HOME"' &
+sluice_probe web readiness pid 2 3 1 1 3 sluice_check_owned 'http://127.0.0.1:8080/healthz?who='\''me'\''&x=$(id)' --header 'X-Probe: it'\''s "$HOME"' &
 sluice_probe checked readiness pid 0 1 2 2 1 sluice_check_exec checked /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/checked '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-checked '' sh -c 'test -e "$HOME/ready" && echo '\''$x'\''' &
 sluice_probe db readiness pid 0 5 1 1 3 sluice_check_tcp db.example.org 5432 &
-sluice_probe app startup pid 0 2 1 1 30 sluice_check_http http://127.0.0.1:8080/started &
+sluice_probe app startup pid 0 2 1 1 30 sluice_check_owned http://127.0.0.1:8080/started &
 sluice_probe app liveness up 3 5 2 1 3 sluice_check_exec app /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/env/app '' "$sluice_runtime" start --rc /scratch/alice/.sluice/default-0a1b2c3d-0000-4000-8000-000000000001/enroot.rc sluice-default-0a1b2c3d-0000-4000-8000-000000000001-app '' sh -c 'test -e "$HOME/alive"' &
-sluice_probe app readiness up 0 1 1 1 1 sluice_check_tcp 127.0.0.1 8080 &
-sluice_probe side liveness pid 0 10 1 1 3 sluice_check_tcp 127.0.0.1 9090 &
+sluice_probe app readiness up 0 1 1 1 1 sluice_check_owned tcp://127.0.0.1:8080 &
+sluice_probe side liveness pid 0 10 1 1 3 sluice_check_owned tcp://127.0.0.1:9090 &
 sluice_result=0
 for sluice_pid in $sluice_pids; do
 	sluice_wait "$sluice_pid"
