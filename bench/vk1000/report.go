@@ -31,6 +31,9 @@ type stepResult struct {
 	created, running time.Duration
 	window           time.Duration
 	polls            []pollRecord
+	ramp             ramp      // the step's own pods, from create to Running
+	mem              memSample // with the step's pods Running
+	longestFind      int       // the longest exit-file scan command line so far, bytes
 }
 
 // memSample is the process's memory after a garbage collection.
@@ -102,8 +105,8 @@ func span(vs []int64) string {
 
 func (r *results) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "\n### Calls to Slurm per status poll (poll interval %v, %d polls measured per count)\n\n", o.poll, o.windows)
-	fmt.Fprintln(w, "| pods | poll intervals measured | Jobs.Status calls in them | pods per Status call | squeue / poll | other squeue | find / poll | sacct / poll | sbatch, scancel | Status call time (max) | create → all Running |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| pods | poll intervals measured | Jobs.Status calls in them | pods per Status call | squeue / poll | other squeue | find / poll | sacct / poll | sbatch, scancel | Status call time (max) | longest find command (bytes) | create → all Running |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range r.steps {
 		var refs, sq, sqo, find, sacct, other []int64
 		var took time.Duration
@@ -117,17 +120,23 @@ func (r *results) print(w io.Writer, o options) {
 			took = max(took, p.took)
 		}
 		ticks := float64(s.window) / float64(o.poll)
-		fmt.Fprintf(w, "| %d | %.0f | %d | %s | %s | %s | %s | %s | %s | %v | %v |\n", s.pods, ticks,
+		fmt.Fprintf(w, "| %d | %.0f | %d | %s | %s | %s | %s | %s | %s | %v | %d | %v |\n", s.pods, ticks,
 			len(s.polls), span(refs), span(sq), span(sqo), span(find), span(sacct), span(other),
-			took.Round(100*time.Microsecond), s.running.Round(100*time.Millisecond))
+			took.Round(100*time.Microsecond), s.longestFind, s.running.Round(100*time.Millisecond))
 	}
+	r.printRamps(w)
 	fmt.Fprintf(w, "\n### Memory of the process (after a GC)\n\n")
 	fmt.Fprintln(w, "| pods | heap in use | heap live | RSS | RSS after FreeOSMemory | peak RSS | goroutines | site-in-memory files | standby's RSS |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
-	for _, m := range []struct {
+	type row struct {
 		pods int
 		s    memSample
-	}{{0, r.idle}, {r.lastPods(), r.loaded}} {
+	}
+	rows := []row{{0, r.idle}}
+	for _, st := range r.steps {
+		rows = append(rows, row{st.pods, st.mem})
+	}
+	for _, m := range rows {
 		standbyRSS := "-"
 		if m.s.standbyRSS > 0 {
 			standbyRSS = mib(m.s.standbyRSS)
@@ -167,4 +176,30 @@ func (r *results) lastPods() int {
 		return 0
 	}
 	return r.steps[len(r.steps)-1].pods
+}
+
+// printRamps prints how each step's pods went from their create to Running.
+func (r *results) printRamps(w io.Writer) {
+	fmt.Fprintf(w, "\n### From create to Running, each count's own pods\n\n")
+	fmt.Fprintln(w, "| pods | new pods | created in | first create → all Running | Running per minute, overall | in each whole minute | create → Running p50 | p90 | p99 | max |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range r.steps {
+		rp := s.ramp
+		minutes := "-"
+		if full := rp.fullMinutes(); len(full) > 0 {
+			parts := make([]string, len(full))
+			for i, n := range full {
+				parts[i] = strconv.Itoa(n)
+			}
+			minutes = strings.Join(parts, ", ")
+		}
+		q := func(p float64) time.Duration { return quantile(rp.latency, p).Round(10 * time.Millisecond) }
+		last := time.Duration(0)
+		if len(rp.latency) > 0 {
+			last = rp.latency[len(rp.latency)-1].Round(10 * time.Millisecond)
+		}
+		fmt.Fprintf(w, "| %d | %d | %v | %v | %.0f | %s | %v | %v | %v | %v |\n", s.pods, rp.pods,
+			s.created.Round(100*time.Millisecond), rp.last.Sub(rp.first).Round(100*time.Millisecond),
+			rp.overall(), minutes, q(0.5), q(0.9), q(0.99), last)
+	}
 }
