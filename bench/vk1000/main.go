@@ -58,7 +58,7 @@ func main() {
 	flag.DurationVar(&o.poll, "poll", 2*time.Second, "the virtual kubelet's Site.PollInterval")
 	flag.IntVar(&o.sample, "sample", 100, "pods whose jobs are ended to measure the status lag")
 	flag.IntVar(&o.creators, "creators", 8, "concurrent pod creators")
-	flag.Float64Var(&o.qps, "vk-qps", 100, "the virtual kubelet's Kubernetes client QPS (burst twice that); 0 for client-go's default 5")
+	flag.Float64Var(&o.qps, "vk-qps", 100, "the virtual kubelet's Kubernetes client QPS (burst twice that); 0 for vk.Run's default (50, burst 100)")
 	flag.IntVar(&o.windows, "polls", 5, "polls measured at each pod count")
 	flag.DurationVar(&o.settle, "settle", 0, "wait this long after the last count's polls before ending jobs")
 	flag.StringVar(&o.standby, "standby", "", "a sluice-vk binary to run as a standby replica (--leader-elect) for the node, its RSS measured beside")
