@@ -86,6 +86,7 @@ type tracker struct {
 	sent      map[string]time.Time
 	running   map[string]time.Time
 	succeeded map[string]time.Time
+	modified  int           // MODIFIED events seen: writes to the pods
 	changed   chan struct{} // closed and replaced at every event
 }
 
@@ -133,6 +134,9 @@ func (t *tracker) observe(typ watch.EventType, pod *corev1.Pod, now time.Time) {
 	defer t.mu.Unlock()
 	if old, ok := t.phase[pod.Name]; ok {
 		t.inPhase[old]--
+	}
+	if typ == watch.Modified {
+		t.modified++
 	}
 	if typ == watch.Deleted {
 		delete(t.phase, pod.Name)
@@ -210,4 +214,25 @@ func forceCleanup(ctx context.Context, c kubernetes.Interface, ns, node string) 
 		errs = append(errs, fmt.Errorf("delete namespace: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// modifiedPods is how many writes to the pods the watch has seen.
+func (t *tracker) modifiedPods() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.modified
+}
+
+// eventsByReason counts the namespace's Events by reason (an Event seen
+// again counts its repetitions).
+func eventsByReason(ctx context.Context, c kubernetes.Interface, ns string) (map[string]int, error) {
+	list, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	out := map[string]int{}
+	for _, e := range list.Items {
+		out[e.Reason] += max(1, int(e.Count))
+	}
+	return out, nil
 }

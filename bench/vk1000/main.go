@@ -217,6 +217,7 @@ func measure(ctx context.Context, o options, client kubernetes.Interface, name s
 	for _, n := range o.steps {
 		start := time.Now()
 		stopProgress := progress(ctx, trk, have, n)
+		modifiedBefore := trk.modifiedPods()
 		if err := createPods(ctx, client, trk, name, name, have, n, o.creators); err != nil {
 			stopProgress()
 			return res, err
@@ -233,13 +234,18 @@ func measure(ctx context.Context, o options, client kubernetes.Interface, name s
 			return res, err
 		}
 		running := time.Since(start)
+		writes := trk.modifiedPods() - modifiedBefore
+		events, err := eventsByReason(ctx, client, name)
+		if err != nil {
+			return res, err
+		}
 		from := time.Now()
 		if !sleepCtx(ctx, time.Duration(o.windows)*o.poll) {
 			return res, ctx.Err()
 		}
 		res.steps = append(res.steps, stepResult{pods: n, created: created, running: running,
 			window: time.Since(from), polls: jobs.since(from), ramp: trk.rampOf(have, n), mem: readMem(site, sb),
-			longestFind: site.longestLine("find")})
+			longestFind: site.longestLine("find"), podWrites: writes, events: events})
 		have = n
 		fmt.Fprintf(os.Stderr, "vk1000: %s: %d pods created in %v, Running %v after the first create\n",
 			time.Now().Format(time.TimeOnly), n, created.Round(time.Millisecond), running.Round(time.Millisecond))

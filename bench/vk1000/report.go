@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -34,6 +35,11 @@ type stepResult struct {
 	ramp             ramp      // the step's own pods, from create to Running
 	mem              memSample // with the step's pods Running
 	longestFind      int       // the longest exit-file scan command line so far, bytes
+	// podWrites are the writes to pods the watch saw from the step's first
+	// create to its pods all Running; events the namespace's Events by
+	// reason then, all steps so far.
+	podWrites int
+	events    map[string]int
 }
 
 // memSample is the process's memory after a garbage collection.
@@ -125,6 +131,7 @@ func (r *results) print(w io.Writer, o options) {
 			took.Round(100*time.Microsecond), s.longestFind, s.running.Round(100*time.Millisecond))
 	}
 	r.printRamps(w)
+	r.printWrites(w)
 	fmt.Fprintf(w, "\n### Memory of the process (after a GC)\n\n")
 	fmt.Fprintln(w, "| pods | heap in use | heap live | RSS | RSS after FreeOSMemory | peak RSS | goroutines | site-in-memory files | standby's RSS |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
@@ -176,6 +183,26 @@ func (r *results) lastPods() int {
 		return 0
 	}
 	return r.steps[len(r.steps)-1].pods
+}
+
+// printWrites prints the writes each step's pods took of the API server
+// until they all ran.
+func (r *results) printWrites(w io.Writer) {
+	fmt.Fprintf(w, "\n### Writes to the API server until the pods ran\n\n")
+	fmt.Fprintln(w, "| pods | new pods | pod updates (watch) per new pod | Events per new pod | Events by reason (all counts so far) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	prev := map[string]int{}
+	for _, s := range r.steps {
+		total := 0
+		var reasons []string
+		for _, reason := range slices.Sorted(maps.Keys(s.events)) {
+			total += s.events[reason] - prev[reason]
+			reasons = append(reasons, fmt.Sprintf("%s %d", reason, s.events[reason]))
+		}
+		fmt.Fprintf(w, "| %d | %d | %.2f | %.2f | %s |\n", s.pods, s.ramp.pods, float64(s.podWrites)/float64(s.ramp.pods),
+			float64(total)/float64(s.ramp.pods), strings.Join(reasons, ", "))
+		prev = s.events
+	}
 }
 
 // printRamps prints how each step's pods went from their create to Running.
