@@ -219,9 +219,8 @@ func readFlag(flags map[string]bool, c, content string) {
 }
 
 // scan reads the results of the given job directories (all under
-// DataRoot), in as few commands as their names fit (scanBatches): one up
-// to a thousand or two. Directories that do not exist are not in the
-// result.
+// DataRoot), in as few commands as their names fit (scanBatches): one for
+// 800 or so pods. Directories that do not exist are not in the result.
 //
 // A job can fill its directory with files named like logs, until the scan's
 // output passes the runner's limit, which would fail the scan, and the
