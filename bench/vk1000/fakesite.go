@@ -40,6 +40,9 @@ type fakeSite struct {
 	sbatch      atomic.Int64
 	scancel     atomic.Int64
 	other       atomic.Int64
+
+	longestMu sync.Mutex
+	longest   map[string]int // the longest command line of each program, in bytes
 }
 
 type fakeJob struct {
@@ -84,11 +87,20 @@ func program(args []string) (string, []string) {
 	return "", nil
 }
 
+// maxArgStrlen is Linux's MAX_ARG_STRLEN, with its terminating NUL: the
+// longest single argument execve takes. sshd runs a command as one
+// argument of the account's shell (sh -c "exec ..."): a longer command
+// line fails there.
+const maxArgStrlen = 32 * 4096
+
 func (f *fakeSite) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	prog, rest := program(args)
+	if n := f.commandLine(prog, args); n >= maxArgStrlen {
+		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "/bin/sh: Argument list too long"}
+	}
 	switch prog {
 	case "squeue":
 		return f.squeue(rest), nil
@@ -109,6 +121,26 @@ func (f *fakeSite) Run(ctx context.Context, stdin io.Reader, args ...string) ([]
 	}
 	f.other.Add(1)
 	return nil, &site.ExitError{Args: args, Code: 127, Stderr: prog + ": command not found"}
+}
+
+// commandLine records and returns the length of the command line
+// site.SSH sends for args.
+func (f *fakeSite) commandLine(prog string, args []string) int {
+	n := len("exec " + site.Join(args))
+	f.longestMu.Lock()
+	defer f.longestMu.Unlock()
+	if f.longest == nil {
+		f.longest = map[string]int{}
+	}
+	f.longest[prog] = max(f.longest[prog], n)
+	return n
+}
+
+// longestLine is the longest command line of prog run so far, in bytes.
+func (f *fakeSite) longestLine(prog string) int {
+	f.longestMu.Lock()
+	defer f.longestMu.Unlock()
+	return f.longest[prog]
 }
 
 // squeue answers `squeue --me -h -t all -o %i<S>%T<S>%r<S>%B<S>%S<S>%e<S>%j<S>
@@ -245,13 +277,17 @@ func (f *fakeSite) complete(uid string) (time.Time, error) {
 	return now, nil
 }
 
-// scan answers the exit-file scan: `find <root> ... -name <dir> -o ...`,
-// listing the .log files and the contents of the .exit files of the named
-// job directories.
+// scan answers the exit-file scan, listing the .log files and the contents
+// of the .exit files of the job directories it names: the directories given
+// as starting points (`find <root>/<dir>... -mindepth 1 ...`), or those
+// named in a walk of the data root (`find <root> ... -name <dir> -o ...`).
 func (f *fakeSite) scan(rest []string) []byte {
 	var names []string
-	for i := 0; i+1 < len(rest); i++ {
-		if rest[i] == "-name" && !strings.Contains(rest[i+1], "*") {
+	for i, a := range rest {
+		if name, ok := strings.CutPrefix(a, f.root+"/"); ok && !strings.Contains(name, "*") {
+			names = append(names, name)
+		}
+		if a == "-name" && i+1 < len(rest) && !strings.Contains(rest[i+1], "*") {
 			names = append(names, rest[i+1])
 		}
 	}

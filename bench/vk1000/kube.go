@@ -35,8 +35,9 @@ func benchPod(ns, node string, i int) *corev1.Pod {
 
 func podName(i int) string { return fmt.Sprintf("p-%04d", i) }
 
-// createPods creates pods [from, to) with the given number of concurrent creators.
-func createPods(ctx context.Context, c kubernetes.Interface, ns, node string, from, to, creators int) error {
+// createPods creates pods [from, to) with the given number of concurrent
+// creators, telling t when each create was sent.
+func createPods(ctx context.Context, c kubernetes.Interface, t *tracker, ns, node string, from, to, creators int) error {
 	next := make(chan int)
 	errc := make(chan error, creators)
 	var wg sync.WaitGroup
@@ -45,6 +46,7 @@ func createPods(ctx context.Context, c kubernetes.Interface, ns, node string, fr
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				t.created(podName(i), time.Now())
 				if _, err := c.CoreV1().Pods(ns).Create(ctx, benchPod(ns, node, i), metav1.CreateOptions{}); err != nil {
 					errc <- fmt.Errorf("create pod %s: %w", podName(i), err)
 					return
@@ -74,18 +76,30 @@ feed:
 }
 
 // tracker follows the namespace's pods through a watch: their phase, UID,
-// and when each was first seen Succeeded. It keeps no pod objects.
+// and when each was sent to be created, first seen Running and first seen
+// Succeeded. It keeps no pod objects.
 type tracker struct {
 	mu        sync.Mutex
 	phase     map[string]corev1.PodPhase
+	inPhase   map[corev1.PodPhase]int
 	uid       map[string]string
+	sent      map[string]time.Time
+	running   map[string]time.Time
 	succeeded map[string]time.Time
+	modified  int           // MODIFIED events seen: writes to the pods
 	changed   chan struct{} // closed and replaced at every event
 }
 
 func newTracker() *tracker {
-	return &tracker{phase: map[string]corev1.PodPhase{}, uid: map[string]string{},
-		succeeded: map[string]time.Time{}, changed: make(chan struct{})}
+	return &tracker{phase: map[string]corev1.PodPhase{}, inPhase: map[corev1.PodPhase]int{}, uid: map[string]string{}, sent: map[string]time.Time{},
+		running: map[string]time.Time{}, succeeded: map[string]time.Time{}, changed: make(chan struct{})}
+}
+
+// created records when the create of pod name was sent.
+func (t *tracker) created(name string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sent[name] = at
 }
 
 // run watches until ctx ends, watching again from the last resource
@@ -118,12 +132,22 @@ func (t *tracker) run(ctx context.Context, c kubernetes.Interface, ns string) er
 func (t *tracker) observe(typ watch.EventType, pod *corev1.Pod, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if old, ok := t.phase[pod.Name]; ok {
+		t.inPhase[old]--
+	}
+	if typ == watch.Modified {
+		t.modified++
+	}
 	if typ == watch.Deleted {
 		delete(t.phase, pod.Name)
 		delete(t.uid, pod.Name)
 	} else {
 		t.phase[pod.Name] = pod.Status.Phase
+		t.inPhase[pod.Status.Phase]++
 		t.uid[pod.Name] = string(pod.UID)
+		if _, seen := t.running[pod.Name]; !seen && pod.Status.Phase == corev1.PodRunning {
+			t.running[pod.Name] = now
+		}
 		if _, seen := t.succeeded[pod.Name]; !seen && pod.Status.Phase == corev1.PodSucceeded {
 			t.succeeded[pod.Name] = now
 		}
@@ -153,15 +177,7 @@ func (t *tracker) waitFor(ctx context.Context, what string, timeout time.Duratio
 }
 
 // countPhase is how many pods are in phase; the caller holds t.mu.
-func (t *tracker) countPhase(phase corev1.PodPhase) int {
-	n := 0
-	for _, p := range t.phase {
-		if p == phase {
-			n++
-		}
-	}
-	return n
-}
+func (t *tracker) countPhase(phase corev1.PodPhase) int { return t.inPhase[phase] }
 
 // cleanup deletes the namespace's pods while the virtual kubelet still runs
 // (it cancels their jobs and lifts their finalizers) and waits for them to go.
@@ -198,4 +214,25 @@ func forceCleanup(ctx context.Context, c kubernetes.Interface, ns, node string) 
 		errs = append(errs, fmt.Errorf("delete namespace: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// modifiedPods is how many writes to the pods the watch has seen.
+func (t *tracker) modifiedPods() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.modified
+}
+
+// eventsByReason counts the namespace's Events by reason (an Event seen
+// again counts its repetitions).
+func eventsByReason(ctx context.Context, c kubernetes.Interface, ns string) (map[string]int, error) {
+	list, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	out := map[string]int{}
+	for _, e := range list.Items {
+		out[e.Reason] += max(1, int(e.Count))
+	}
+	return out, nil
 }

@@ -46,6 +46,8 @@ type options struct {
 	windows    int
 	settle     time.Duration
 	standby    string
+	cpuProfile string
+	memProfile string
 }
 
 func main() {
@@ -56,10 +58,12 @@ func main() {
 	flag.DurationVar(&o.poll, "poll", 2*time.Second, "the virtual kubelet's Site.PollInterval")
 	flag.IntVar(&o.sample, "sample", 100, "pods whose jobs are ended to measure the status lag")
 	flag.IntVar(&o.creators, "creators", 8, "concurrent pod creators")
-	flag.Float64Var(&o.qps, "vk-qps", 100, "the virtual kubelet's Kubernetes client QPS (burst twice that); 0 for client-go's default 5")
+	flag.Float64Var(&o.qps, "vk-qps", 100, "the virtual kubelet's Kubernetes client QPS (burst twice that); 0 for vk.Run's default (50, burst 100)")
 	flag.IntVar(&o.windows, "polls", 5, "polls measured at each pod count")
 	flag.DurationVar(&o.settle, "settle", 0, "wait this long after the last count's polls before ending jobs")
 	flag.StringVar(&o.standby, "standby", "", "a sluice-vk binary to run as a standby replica (--leader-elect) for the node, its RSS measured beside")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the process, from the first create to the last status lag, to this file")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile, taken with the last count's pods Running, to this file")
 	flag.Parse()
 	for _, s := range strings.Split(steps, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -146,7 +150,8 @@ func run(ctx context.Context, o options) error {
 	}()
 	bg := context.WithoutCancel(ctx)
 	defer func() {
-		if err := cleanupPods(bg, client, trk, name, 3*time.Minute); err != nil {
+		timeout := 3*time.Minute + time.Duration(o.steps[len(o.steps)-1])*50*time.Millisecond
+		if err := cleanupPods(bg, client, trk, name, timeout); err != nil {
 			fmt.Fprintln(os.Stderr, "vk1000: cleanup:", err)
 		}
 		stopVK()
@@ -202,32 +207,57 @@ func measure(ctx context.Context, o options, client kubernetes.Interface, name s
 		return nil, ctx.Err()
 	}
 	res.idle = readMem(site, sb)
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stopProfile()
+	}
 
 	have := 0
 	for _, n := range o.steps {
 		start := time.Now()
-		if err := createPods(ctx, client, name, name, have, n, o.creators); err != nil {
+		stopProgress := progress(ctx, trk, have, n)
+		modifiedBefore := trk.modifiedPods()
+		if err := createPods(ctx, client, trk, name, name, have, n, o.creators); err != nil {
+			stopProgress()
 			return res, err
 		}
 		created := time.Since(start)
 		want := n
-		if err := trk.waitFor(ctx, fmt.Sprintf("%d pods Running", n), 4*time.Minute, func() bool {
+		// at least 4 minutes, and 10 pods a second
+		timeout := max(4*time.Minute, time.Duration(n-have)*100*time.Millisecond)
+		err := trk.waitFor(ctx, fmt.Sprintf("%d pods Running", n), timeout, func() bool {
 			return trk.countPhase(corev1.PodRunning) >= want
-		}); err != nil {
+		})
+		stopProgress()
+		if err != nil {
 			return res, err
 		}
 		running := time.Since(start)
-		have = n
+		writes := trk.modifiedPods() - modifiedBefore
+		events, err := eventsByReason(ctx, client, name)
+		if err != nil {
+			return res, err
+		}
 		from := time.Now()
 		if !sleepCtx(ctx, time.Duration(o.windows)*o.poll) {
 			return res, ctx.Err()
 		}
 		res.steps = append(res.steps, stepResult{pods: n, created: created, running: running,
-			window: time.Since(from), polls: jobs.since(from)})
+			window: time.Since(from), polls: jobs.since(from), ramp: trk.rampOf(have, n), mem: readMem(site, sb),
+			longestFind: site.longestLine("find"), podWrites: writes, events: events})
+		have = n
 		fmt.Fprintf(os.Stderr, "vk1000: %s: %d pods created in %v, Running %v after the first create\n",
 			time.Now().Format(time.TimeOnly), n, created.Round(time.Millisecond), running.Round(time.Millisecond))
 	}
-	res.loaded = readMem(site, sb)
+	res.loaded = res.steps[len(res.steps)-1].mem
+	if o.memProfile != "" {
+		if err := writeHeapProfile(o.memProfile); err != nil {
+			return res, err
+		}
+	}
 	if !sleepCtx(ctx, o.settle) {
 		return res, ctx.Err()
 	}

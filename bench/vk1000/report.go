@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -31,6 +32,14 @@ type stepResult struct {
 	created, running time.Duration
 	window           time.Duration
 	polls            []pollRecord
+	ramp             ramp      // the step's own pods, from create to Running
+	mem              memSample // with the step's pods Running
+	longestFind      int       // the longest exit-file scan command line so far, bytes
+	// podWrites are the writes to pods the watch saw from the step's first
+	// create to its pods all Running; events the namespace's Events by
+	// reason then, all steps so far.
+	podWrites int
+	events    map[string]int
 }
 
 // memSample is the process's memory after a garbage collection.
@@ -102,8 +111,8 @@ func span(vs []int64) string {
 
 func (r *results) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "\n### Calls to Slurm per status poll (poll interval %v, %d polls measured per count)\n\n", o.poll, o.windows)
-	fmt.Fprintln(w, "| pods | poll intervals measured | Jobs.Status calls in them | pods per Status call | squeue / poll | other squeue | find / poll | sacct / poll | sbatch, scancel | Status call time (max) | create → all Running |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| pods | poll intervals measured | Jobs.Status calls in them | pods per Status call | squeue / poll | other squeue | find / poll | sacct / poll | sbatch, scancel | Status call time (max) | longest find command (bytes) | create → all Running |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range r.steps {
 		var refs, sq, sqo, find, sacct, other []int64
 		var took time.Duration
@@ -117,17 +126,24 @@ func (r *results) print(w io.Writer, o options) {
 			took = max(took, p.took)
 		}
 		ticks := float64(s.window) / float64(o.poll)
-		fmt.Fprintf(w, "| %d | %.0f | %d | %s | %s | %s | %s | %s | %s | %v | %v |\n", s.pods, ticks,
+		fmt.Fprintf(w, "| %d | %.0f | %d | %s | %s | %s | %s | %s | %s | %v | %d | %v |\n", s.pods, ticks,
 			len(s.polls), span(refs), span(sq), span(sqo), span(find), span(sacct), span(other),
-			took.Round(100*time.Microsecond), s.running.Round(100*time.Millisecond))
+			took.Round(100*time.Microsecond), s.longestFind, s.running.Round(100*time.Millisecond))
 	}
+	r.printRamps(w)
+	r.printWrites(w)
 	fmt.Fprintf(w, "\n### Memory of the process (after a GC)\n\n")
 	fmt.Fprintln(w, "| pods | heap in use | heap live | RSS | RSS after FreeOSMemory | peak RSS | goroutines | site-in-memory files | standby's RSS |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
-	for _, m := range []struct {
+	type row struct {
 		pods int
 		s    memSample
-	}{{0, r.idle}, {r.lastPods(), r.loaded}} {
+	}
+	rows := []row{{0, r.idle}}
+	for _, st := range r.steps {
+		rows = append(rows, row{st.pods, st.mem})
+	}
+	for _, m := range rows {
 		standbyRSS := "-"
 		if m.s.standbyRSS > 0 {
 			standbyRSS = mib(m.s.standbyRSS)
@@ -167,4 +183,50 @@ func (r *results) lastPods() int {
 		return 0
 	}
 	return r.steps[len(r.steps)-1].pods
+}
+
+// printWrites prints the writes each step's pods took of the API server
+// until they all ran.
+func (r *results) printWrites(w io.Writer) {
+	fmt.Fprintf(w, "\n### Writes to the API server until the pods ran\n\n")
+	fmt.Fprintln(w, "| pods | new pods | pod updates (watch) per new pod | Events per new pod | Events by reason (all counts so far) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	prev := map[string]int{}
+	for _, s := range r.steps {
+		total := 0
+		var reasons []string
+		for _, reason := range slices.Sorted(maps.Keys(s.events)) {
+			total += s.events[reason] - prev[reason]
+			reasons = append(reasons, fmt.Sprintf("%s %d", reason, s.events[reason]))
+		}
+		fmt.Fprintf(w, "| %d | %d | %.2f | %.2f | %s |\n", s.pods, s.ramp.pods, float64(s.podWrites)/float64(s.ramp.pods),
+			float64(total)/float64(s.ramp.pods), strings.Join(reasons, ", "))
+		prev = s.events
+	}
+}
+
+// printRamps prints how each step's pods went from their create to Running.
+func (r *results) printRamps(w io.Writer) {
+	fmt.Fprintf(w, "\n### From create to Running, each count's own pods\n\n")
+	fmt.Fprintln(w, "| pods | new pods | created in | first create → all Running | Running per minute, overall | in each whole minute | create → Running p50 | p90 | p99 | max |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range r.steps {
+		rp := s.ramp
+		minutes := "-"
+		if full := rp.fullMinutes(); len(full) > 0 {
+			parts := make([]string, len(full))
+			for i, n := range full {
+				parts[i] = strconv.Itoa(n)
+			}
+			minutes = strings.Join(parts, ", ")
+		}
+		q := func(p float64) time.Duration { return quantile(rp.latency, p).Round(10 * time.Millisecond) }
+		last := time.Duration(0)
+		if len(rp.latency) > 0 {
+			last = rp.latency[len(rp.latency)-1].Round(10 * time.Millisecond)
+		}
+		fmt.Fprintf(w, "| %d | %d | %v | %v | %.0f | %s | %v | %v | %v | %v |\n", s.pods, rp.pods,
+			s.created.Round(100*time.Millisecond), rp.last.Sub(rp.first).Round(100*time.Millisecond),
+			rp.overall(), minutes, q(0.5), q(0.9), q(0.99), last)
+	}
 }

@@ -59,15 +59,14 @@ const scanTimeout = 2 * time.Minute
 // (find fails on a missing starting point), and skips every directory not
 // named. root must hold no glob
 // character (Client.check).
+//
+// Each directory under root is tested against the names until one
+// matches: a node of n pods costs find n² name tests (seconds of the login
+// node's CPU at 5,000 pods), which is why scan runs dirScanCmd first.
 func scanCmd(root string, names []string) []string {
-	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race",
-		"(", "-path", root + "/*/*", "-type", "f", "-regextype", "posix-extended", "-regex", resultFiles,
-		"(", "(", "-name", "*.exit", "-o", "-name", "*.ready", "-o", "-name", "*.started", ")", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
-		"-o", "-name", "*.time", "(", "-size", maxExitFile, "-exec", "sh", "-c", timeGrep, "sh", "{}", "+", "-o", "-true", ")",
-		"-o", "-name", "*.restarts", "(", "-size", maxExitFile, "-exec", "sh", "-c", restartsGrep, "sh", "{}", "+", "-o", "-true", ")",
-		"-o", "-name", "*.killed", "(", "-size", maxExitFile, "-exec", "sh", "-c", killedGrep, "sh", "{}", "+", "-o", "-true", ")",
-		"-o", "-print", ")", ")",
-		"-o", "(", "-path", root + "/*", "!", "("}
+	args := []string{"find", root, "-mindepth", "1", "-maxdepth", "2", "-ignore_readdir_race", "("}
+	args = append(args, resultExpr(root)...)
+	args = append(args, ")", "-o", "(", "-path", root+"/*", "!", "(")
 	for i, name := range names {
 		if i > 0 {
 			args = append(args, "-o")
@@ -75,6 +74,55 @@ func scanCmd(root string, names []string) []string {
 		args = append(args, "-name", name)
 	}
 	return append(args, ")", "-prune", ")")
+}
+
+// dirScanCmd lists what scanCmd lists, starting at the named directories
+// themselves: find visits them alone, a cost of one directory each, but
+// fails (exit status 1) when one is missing or cannot be read, having
+// listed the others.
+func dirScanCmd(root string, names []string) []string {
+	args := make([]string, 0, len(names)+40)
+	args = append(args, "find")
+	for _, name := range names {
+		args = append(args, root+"/"+name)
+	}
+	args = append(args, "-mindepth", "1", "-maxdepth", "1", "-ignore_readdir_race")
+	return append(args, resultExpr(root)...)
+}
+
+// resultExpr is the expression of both scans that lists the result files
+// in the job directories under root, and reads the small ones.
+func resultExpr(root string) []string {
+	return []string{"-path", root + "/*/*", "-type", "f", "-regextype", "posix-extended", "-regex", resultFiles,
+		"(", "(", "-name", "*.exit", "-o", "-name", "*.ready", "-o", "-name", "*.started", ")", "(", "-size", maxExitFile, "-exec", "sh", "-c", exitGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-name", "*.time", "(", "-size", maxExitFile, "-exec", "sh", "-c", timeGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-name", "*.restarts", "(", "-size", maxExitFile, "-exec", "sh", "-c", restartsGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-name", "*.killed", "(", "-size", maxExitFile, "-exec", "sh", "-c", killedGrep, "sh", "{}", "+", "-o", "-true", ")",
+		"-o", "-print", ")"}
+}
+
+// maxScanLine bounds the command line of one scan, in bytes. sshd runs a
+// command as one argument of the account's shell (sh -c "exec ..."), and
+// Linux takes no argument over 128 KiB (MAX_ARG_STRLEN): the names of a
+// few thousand job directories do not fit, so scan splits them.
+const maxScanLine = 64 << 10
+
+// scanBatches splits names so that the command line of either scan of a
+// batch, as site.SSH sends it, stays within maxScanLine.
+func scanBatches(root string, names []string) [][]string {
+	fixed := len("exec ") + max(len(site.Join(scanCmd(root, nil))), len(site.Join(dirScanCmd(root, nil))))
+	var batches [][]string
+	start, size := 0, fixed
+	for i, name := range names {
+		// a name in either command: " -o -name <name>" or " <root>/<name>"
+		n := max(len(" -o -name ")+len(site.Quote(name)), 1+len(site.Quote(root+"/"+name)))
+		if size+n > maxScanLine && i > start {
+			batches = append(batches, names[start:i])
+			start, size = i, fixed
+		}
+		size += n
+	}
+	return append(batches, names[start:])
 }
 
 // dirFiles is what one job directory says of its containers.
@@ -171,8 +219,8 @@ func readFlag(flags map[string]bool, c, content string) {
 }
 
 // scan reads the results of the given job directories (all under
-// DataRoot) in one command. Directories that do not exist are not in the
-// result.
+// DataRoot), in as few commands as their names fit (scanBatches): one for
+// 800 or so pods. Directories that do not exist are not in the result.
 //
 // A job can fill its directory with files named like logs, until the scan's
 // output passes the runner's limit, which would fail the scan, and the
@@ -186,35 +234,51 @@ func (c *Client) scan(ctx context.Context, dirs []string) (map[string]*dirFiles,
 	}
 	ctx, cancel := context.WithTimeout(ctx, scanTimeout)
 	defer cancel()
-	files := make(map[string]*dirFiles, len(dirs))
-	if err := c.scanInto(ctx, dirs, files); err != nil {
-		return nil, fmt.Errorf("read exit files: %w", err)
-	}
-	return files, nil
-}
-
-// scanInto scans dirs into files, halving a scan whose output was too long.
-func (c *Client) scanInto(ctx context.Context, dirs []string, files map[string]*dirFiles) error {
 	names := make([]string, len(dirs))
 	for i, dir := range dirs {
 		names[i] = path.Base(dir)
 	}
-	out, err := c.Site.Run(ctx, nil, scanCmd(c.DataRoot, names)...)
+	files := make(map[string]*dirFiles, len(dirs))
+	for _, batch := range scanBatches(c.DataRoot, names) {
+		if err := c.scanInto(ctx, batch, files); err != nil {
+			return nil, fmt.Errorf("read exit files: %w", err)
+		}
+	}
+	return files, nil
+}
+
+// scanInto scans the named directories into files, halving a scan whose
+// output was too long.
+func (c *Client) scanInto(ctx context.Context, names []string, files map[string]*dirFiles) error {
+	out, err := c.runScan(ctx, names)
 	switch {
-	case errors.Is(err, site.ErrOutputLimit) && len(dirs) > 1:
-		half := len(dirs) / 2
-		if err := c.scanInto(ctx, dirs[:half], files); err != nil {
+	case errors.Is(err, site.ErrOutputLimit) && len(names) > 1:
+		half := len(names) / 2
+		if err := c.scanInto(ctx, names[:half], files); err != nil {
 			return err
 		}
-		return c.scanInto(ctx, dirs[half:], files)
+		return c.scanInto(ctx, names[half:], files)
 	case errors.Is(err, site.ErrOutputLimit):
-		c.logger().Warn("slurm: job directory too full to scan; its containers' results come from Slurm alone", "dir", dirs[0], "error", err)
+		c.logger().Warn("slurm: job directory too full to scan; its containers' results come from Slurm alone", "dir", path.Join(c.DataRoot, names[0]), "error", err)
 		return nil
 	case err != nil:
 		return err
 	}
 	maps.Copy(files, parseScan(out, c.DataRoot))
 	return nil
+}
+
+// runScan runs the scan of the named directories: dirScanCmd, and when it
+// fails as find does on a directory that is gone or cannot be read (a pod
+// deleted while the poll ran), scanCmd, which leaves out the directories
+// that are gone as before.
+func (c *Client) runScan(ctx context.Context, names []string) ([]byte, error) {
+	out, err := c.Site.Run(ctx, nil, dirScanCmd(c.DataRoot, names)...)
+	var exit *site.ExitError
+	if errors.As(err, &exit) && exit.Code == 1 {
+		return c.Site.Run(ctx, nil, scanCmd(c.DataRoot, names)...)
+	}
+	return out, err
 }
 
 // containers turns a directory's files into container results. A

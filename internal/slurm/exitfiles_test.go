@@ -1,12 +1,16 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,12 +60,8 @@ func TestScanSurvivesHostileExitFiles(t *testing.T) {
 
 	for _, names := range [][]string{{"lab-good", "lab-bad", "lab-junk"}, {"lab-junk"}, {"lab-bad"}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		start := time.Now()
-		out, err := (&site.Local{}).Run(ctx, nil, scanCmd(root, names)...)
+		out := realScan(ctx, t, root, names)
 		cancel()
-		if err != nil {
-			t.Fatalf("scan of %v after %v: %v", names, time.Since(start), err)
-		}
 		if len(out) > 1024 {
 			t.Errorf("scan of %v gave %d bytes; want a few per file", names, len(out))
 		}
@@ -119,5 +119,196 @@ func TestScanLeavesOutAFloodedDirectory(t *testing.T) {
 	}
 	if n := log.seen("slurm: job directory too full to scan; its containers' results come from Slurm alone"); n != 1 {
 		t.Errorf("logged the flooded directory %d times; want once", n)
+	}
+}
+
+// realScan runs both scans of names under root through GNU find
+// (site.Local) and returns scanCmd's output, having checked that
+// dirScanCmd lists the same lines or, when a named directory is missing,
+// fails with exit status 1 as runScan expects.
+func realScan(ctx context.Context, t *testing.T, root string, names []string) []byte {
+	t.Helper()
+	walk, err := (&site.Local{}).Run(ctx, nil, scanCmd(root, names)...)
+	if err != nil {
+		t.Fatalf("scan of %v: %v", names, err)
+	}
+	missing := false
+	for _, name := range names {
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+			missing = true
+		}
+	}
+	dirs, err := (&site.Local{}).Run(ctx, nil, dirScanCmd(root, names)...)
+	var exit *site.ExitError
+	switch {
+	case missing && (!errors.As(err, &exit) || exit.Code != 1):
+		t.Errorf("scan from the directories %v, one missing: got %v; want exit status 1", names, err)
+	case !missing && err != nil:
+		t.Errorf("scan from the directories %v: %v", names, err)
+	case !missing && !slices.Equal(sortedLines(dirs), sortedLines(walk)):
+		t.Errorf("scan from the directories %v listed\n%s\nthe walk of the root\n%s", names, dirs, walk)
+	}
+	return walk
+}
+
+func sortedLines(b []byte) []string {
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	slices.Sort(lines)
+	return lines
+}
+
+// TestScanSplitsLongCommandLines: the names of 3,000 job directories do not
+// fit one command line that sshd can hand the shell; the scan takes a few
+// commands, each within maxScanLine, and reads every directory.
+func TestScanSplitsLongCommandLines(t *testing.T) {
+	c, f, _ := newTestClient(t)
+	ns := strings.Repeat("n", 40)
+	var dirs []string
+	for i := range 3000 {
+		dir := c.Ref(ns, uidN(i), JobID(fmt.Sprint(100+i))).Dir
+		f.put(dir+"/main.exit", fmt.Sprintf("%d\n", i%200))
+		dirs = append(dirs, dir)
+	}
+	files, err := c.scan(context.Background(), dirs)
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	finds := f.allCalls("find")
+	if len(finds) < 2 || len(finds) > 6 {
+		t.Errorf("the scan took %d commands; want 2 to 6", len(finds))
+	}
+	for _, args := range finds {
+		if n := len("exec " + site.Join(args)); n > maxScanLine {
+			t.Errorf("a scan's command line is %d bytes; want at most %d", n, maxScanLine)
+		}
+		if args[1] == testRoot {
+			t.Errorf("the scan walked the data root; want it to start at the directories")
+		}
+	}
+	for i, dir := range dirs {
+		if d := files[dir]; d == nil || d.exits["main"] != i%200 {
+			t.Fatalf("scan of %s = %+v; want main's exit code %d", dir, d, i%200)
+		}
+	}
+}
+
+// TestScanBatchesFitTheLimit: every batch's commands fit maxScanLine, and
+// the batches keep every name once, in order.
+func TestScanBatchesFitTheLimit(t *testing.T) {
+	root := "/home/" + strings.Repeat("r", 200)
+	for _, n := range []int{1, 10, 1000, 5000} {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("%s-%s", strings.Repeat("x", 1+i%63), uidN(i)))
+		}
+		batches := scanBatches(root, names)
+		var got []string
+		for _, b := range batches {
+			for _, cmd := range [][]string{scanCmd(root, b), dirScanCmd(root, b)} {
+				if l := len("exec " + site.Join(cmd)); l > maxScanLine {
+					t.Errorf("%d names: a batch of %d gives a command line of %d bytes; want at most %d", n, len(b), l, maxScanLine)
+				}
+			}
+			got = append(got, b...)
+		}
+		if !slices.Equal(got, names) {
+			t.Errorf("%d names: the batches hold %d names; want them all, in order", n, len(got))
+		}
+	}
+}
+
+// TestScanFallsBackToTheWalk: a directory gone as the poll runs fails the
+// scan from the directories; the walk of the data root then reads the
+// others, as before.
+func TestScanFallsBackToTheWalk(t *testing.T) {
+	if _, err := exec.LookPath("find"); err != nil {
+		testrig.Unavailable(t, "no find in PATH")
+	}
+	root := t.TempDir()
+	for _, name := range []string{"lab-a", "lab-b"} {
+		if err := os.Mkdir(filepath.Join(root, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name, "main.exit"), []byte("4\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		names []string
+		finds int
+	}{{[]string{"lab-a", "lab-b"}, 1}, {[]string{"lab-a", "lab-gone", "lab-b"}, 2}} {
+		r := &recordingRunner{Runner: &site.Local{}}
+		c := &Client{Site: r, DataRoot: root, Logger: slog.New(&testLog{t: t})}
+		var dirs []string
+		for _, name := range tc.names {
+			dirs = append(dirs, filepath.Join(root, name))
+		}
+		files, err := c.scan(context.Background(), dirs)
+		if err != nil {
+			t.Fatalf("scan of %v: %v", tc.names, err)
+		}
+		if len(r.calls) != tc.finds {
+			t.Errorf("scan of %v took %d commands; want %d", tc.names, len(r.calls), tc.finds)
+		}
+		for _, name := range []string{"lab-a", "lab-b"} {
+			if d := files[filepath.Join(root, name)]; d == nil || d.exits["main"] != 4 {
+				t.Errorf("scan of %v: %s = %+v; want main's exit code 4", tc.names, name, d)
+			}
+		}
+		if len(files) != 2 {
+			t.Errorf("scan of %v found %d directories; want 2", tc.names, len(files))
+		}
+	}
+}
+
+// recordingRunner records the commands it runs.
+type recordingRunner struct {
+	site.Runner
+	calls [][]string
+}
+
+func (r *recordingRunner) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	r.calls = append(r.calls, args)
+	return r.Runner.Run(ctx, stdin, args...)
+}
+
+// BenchmarkScan5000 scans 5,000 job directories through GNU find, walking
+// the data root with every name (scanCmd) against starting at the
+// directories (dirScanCmd), in the batches scan makes.
+func BenchmarkScan5000(b *testing.B) {
+	if _, err := exec.LookPath("find"); err != nil {
+		b.Skip("no find in PATH")
+	}
+	root := b.TempDir()
+	var names []string
+	for i := range 5000 {
+		name := "bench-" + uidN(i)
+		if err := os.Mkdir(filepath.Join(root, name), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name, "main.log"), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	for _, scan := range []struct {
+		name string
+		cmd  func(string, []string) []string
+	}{{"walk", scanCmd}, {"dirs", dirScanCmd}} {
+		b.Run(scan.name, func(b *testing.B) {
+			for b.Loop() {
+				lines := 0
+				for _, batch := range scanBatches(root, names) {
+					out, err := (&site.Local{}).Run(context.Background(), nil, scan.cmd(root, batch)...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					lines += bytes.Count(out, []byte("\n"))
+				}
+				if lines != len(names) {
+					b.Fatalf("%d lines; want %d", lines, len(names))
+				}
+			}
+		})
 	}
 }

@@ -127,33 +127,32 @@ var (
 	timeLine = regexp.MustCompile(`^[0-9]{10,11}( [0-9]{10,11})?$`)
 )
 
-// find answers scanCmd as GNU find and grep would.
+// find answers scanCmd and dirScanCmd as GNU find and grep would.
 func (f *fakeSite) find(args []string) ([]byte, error) {
-	var names []string
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "-name" && !strings.Contains(args[i+1], "*") {
-			names = append(names, args[i+1])
-		}
-	}
-	if len(args) < 2 || !slices.Equal(args, scanCmd(args[1], names)) {
+	root, names, starts, ok := scanned(args)
+	if !ok {
 		return nil, fmt.Errorf("fake find: unexpected command %q", args)
 	}
-	root := args[1]
 	re := regexp.MustCompile("^" + resultFiles + "$")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.dirs[root]; !ok {
+	missing := false
+	if _, ok := f.dirs[root]; !ok && !starts {
 		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "find: No such file or directory"}
+	}
+	inDir := map[string][]string{}
+	for p := range f.files {
+		if re.MatchString(p) {
+			inDir[path.Dir(p)] = append(inDir[path.Dir(p)], p)
+		}
 	}
 	var out bytes.Buffer
 	for _, name := range names {
 		dir := root + "/" + name
-		var files []string
-		for p := range f.files {
-			if path.Dir(p) == dir && re.MatchString(p) {
-				files = append(files, p)
-			}
+		if _, ok := f.dirs[dir]; !ok && starts {
+			missing = true // find: '<dir>': No such file or directory
 		}
+		files := inDir[dir]
 		sort.Strings(files)
 		for _, p := range files {
 			ff := f.files[p]
@@ -176,7 +175,35 @@ func (f *fakeSite) find(args []string) ([]byte, error) {
 			}
 		}
 	}
+	if missing {
+		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "find: No such file or directory"}
+	}
 	return out.Bytes(), nil
+}
+
+// scanned is the data root and the directory names of a scan, and whether
+// it starts at the directories (dirScanCmd) rather than walking the root
+// (scanCmd); ok is false for any other find.
+func scanned(args []string) (root string, names []string, starts, ok bool) {
+	if len(args) > 2 && args[2] == "-mindepth" {
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-name" && !strings.Contains(args[i+1], "*") {
+				names = append(names, args[i+1])
+			}
+		}
+		if slices.Equal(args, scanCmd(args[1], names)) {
+			return args[1], names, false, true
+		}
+		names = nil
+	}
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "-") {
+			break
+		}
+		root = path.Dir(a)
+		names = append(names, path.Base(a))
+	}
+	return root, names, true, root != "" && slices.Equal(args, dirScanCmd(root, names))
 }
 
 func (f *fakeSite) MkdirAll(ctx context.Context, p string, perm fs.FileMode) error {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-hpc/sluice/internal/site"
 	"github.com/sluice-hpc/sluice/internal/testrig"
 )
 
@@ -118,10 +117,7 @@ func TestScanReadsRestarts(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := (&site.Local{}).Run(ctx, nil, scanCmd(root, []string{"lab-a"})...)
-	if err != nil {
-		t.Fatalf("scan: %v", err)
-	}
+	out := realScan(ctx, t, root, []string{"lab-a"})
 	d := parseScan(out, root)[root+"/lab-a"]
 	if d == nil {
 		t.Fatalf("scan gave nothing for lab-a:\n%s", out)

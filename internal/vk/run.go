@@ -148,7 +148,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	eb.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.CoreV1().Events(corev1.NamespaceAll)})
 	recorder := eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sluice-vk", Host: cfg.NodeName})
 
-	podInformers := informers.NewSharedInformerFactoryWithOptions(client, informerResync, nodeutil.PodInformerFilter(cfg.NodeName))
+	podInformers := informers.NewSharedInformerFactoryWithOptions(client, informerResync, nodeutil.PodInformerFilter(cfg.NodeName),
+		informers.WithTransform(dropManagedFields))
 	// The pod controller needs these informers, but with downward-API
 	// resolution left to the provider it never reads them: they are never
 	// started, so the node needs no cluster-wide rights on Secrets; on a
