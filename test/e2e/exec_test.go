@@ -66,7 +66,11 @@ func (e *env) execPod(name string) {
 // refused.
 func TestExecRunsInTheContainer(t *testing.T) {
 	parallel(t)
-	e := newStreamEnv(t)
+	eachSite(t, execRunsInTheContainer)
+}
+
+func execRunsInTheContainer(t *testing.T, on rigSite) {
+	e := newStreamEnvOn(t, on.rig)
 	e.execPod("ex")
 
 	out, code := e.kubectl("exec", "ex", "--", "cat", "/etc/hosts")

@@ -56,7 +56,11 @@ func (e *env) logs(name string, opts corev1.PodLogOptions) []string {
 
 func TestPodRunsAsJobWithLogsAndEvents(t *testing.T) {
 	parallel(t)
-	e := newEnv(t)
+	eachSite(t, podRunsAsJobWithLogsAndEvents)
+}
+
+func podRunsAsJobWithLogsAndEvents(t *testing.T, on rigSite) {
+	e := newEnvOn(t, on.rig, "", nil)
 	pod := e.create(e.pod("hello", counting(6)))
 	e.waitPod("hello", "its container running", 60*time.Second, containerRunning)
 
@@ -103,7 +107,11 @@ func containerRunning(p *corev1.Pod) bool {
 
 func TestFailingContainerFailsThePod(t *testing.T) {
 	parallel(t)
-	e := newEnv(t)
+	eachSite(t, failingContainerFailsThePod)
+}
+
+func failingContainerFailsThePod(t *testing.T, on rigSite) {
+	e := newEnvOn(t, on.rig, "", nil)
 	pod := e.create(e.pod("fails", "echo about to fail; exit 3"))
 	got := e.waitPod("fails", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
 	term := got.Status.ContainerStatuses[0].State.Terminated
@@ -118,7 +126,11 @@ func TestFailingContainerFailsThePod(t *testing.T) {
 
 func TestDeleteCancelsTheJob(t *testing.T) {
 	parallel(t)
-	e := newEnv(t)
+	eachSite(t, deleteCancelsTheJob)
+}
+
+func deleteCancelsTheJob(t *testing.T, on rigSite) {
+	e := newEnvOn(t, on.rig, "", nil)
 	pod := e.create(e.pod("sleeper", "echo sleeping; sleep 600"))
 	running := e.waitPod("sleeper", "Running", 60*time.Second, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning && jobID(p) != ""

@@ -29,8 +29,13 @@ import (
 // that kubectl port-forward reaches the job's node.
 func newStreamEnv(t *testing.T) *env {
 	t.Helper()
-	keys := testrig.Load(t).Get(t, "RIG_NODE_KNOWN_HOSTS")
-	return newEnvWith(t, "    NodeKnownHostsFile: "+keys+"\n", nil)
+	return newStreamEnvOn(t, testrig.Load(t))
+}
+
+// newStreamEnvOn is newStreamEnv against site, one of the rig's sites.
+func newStreamEnvOn(t *testing.T, site *testrig.Rig) *env {
+	t.Helper()
+	return newEnvOn(t, site, "    NodeKnownHostsFile: "+site.Get(t, "RIG_NODE_KNOWN_HOSTS")+"\n", nil)
 }
 
 // restConfig is the rig's admin configuration.

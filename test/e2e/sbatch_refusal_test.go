@@ -18,12 +18,20 @@ import (
 // Pending for ever. A CR LF in an argument is refused by sluice before
 // anything is submitted; a flag value only sbatch checks is refused by the
 // rig's sbatch, whose words the pod then carries, after one attempt. An
-// option the site's sbatch (22.05) lacks is refused at creation in the
-// site's name, from the options sluice-vk learned at start, which the
-// node's annotation tells.
+// option the site's sbatch lacks (22.05 has no --tres-per-task, 24.11
+// dropped --power) is refused at creation in the site's name, from the
+// options sluice-vk learned at start, which the node's annotation tells.
 func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
 	parallel(t)
-	e := newEnv(t)
+	eachSite(t, whatSbatchRefusesFailsThePod)
+}
+
+// lackedOption is, by the site's Slurm, an sbatch option that sluice
+// knows and the site's sbatch lacks.
+var lackedOption = map[string]string{firstSite: "--tres-per-task=cpu=1", secondSite: "--power=level"}
+
+func whatSbatchRefusesFailsThePod(t *testing.T, on rigSite) {
+	e := newEnvOn(t, on.rig, "", nil)
 
 	dos := e.pod("dos", "echo hi")
 	dos.Spec.Containers[0].Args = []string{"line one\r\nline two"}
@@ -56,20 +64,24 @@ func TestWhatSbatchRefusesFailsThePod(t *testing.T) {
 		t.Errorf("got Slurm jobs %v for a pod sbatch refused; want none", jobs)
 	}
 
-	newer := e.pod("newer", "echo hi")
-	newer.Annotations = map[string]string{jobscript.AnnotationFlags: "--tres-per-task=cpu=1"}
-	e.create(newer)
-	got = e.waitPod("newer", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
-	if !strings.Contains(got.Status.Message, "sbatch 22.05.8 at the site has no option --tres-per-task") {
-		t.Errorf("got reason %q message %q; want the site's sbatch named", got.Status.Reason, got.Status.Message)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	node, err := e.client.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := node.Annotations["sluice.io/sbatch-options"]; !strings.HasPrefix(a, "sbatch 22.05.8: ") {
-		t.Errorf("node annotation sluice.io/sbatch-options: got %q; want the options learned from sbatch 22.05.8", a)
+	learned := node.Annotations["sluice.io/sbatch-options"]
+	version, _, _ := strings.Cut(strings.TrimPrefix(learned, "sbatch "), ": ")
+	if !strings.HasPrefix(learned, "sbatch "+on.slurm+".") {
+		t.Errorf("node annotation sluice.io/sbatch-options: got %q; want the options learned from sbatch %s", learned, on.slurm)
+	}
+	newer := e.pod("newer", "echo hi")
+	flag := lackedOption[on.slurm]
+	newer.Annotations = map[string]string{jobscript.AnnotationFlags: flag}
+	e.create(newer)
+	got = e.waitPod("newer", "Failed", 60*time.Second, phaseIs(corev1.PodFailed))
+	name, _, _ := strings.Cut(flag, "=")
+	if want := "sbatch " + version + " at the site has no option " + name; !strings.Contains(got.Status.Message, want) {
+		t.Errorf("got reason %q message %q; want %q", got.Status.Reason, got.Status.Message, want)
 	}
 }

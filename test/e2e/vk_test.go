@@ -111,7 +111,15 @@ func newEnv(t *testing.T) *env {
 // starts, and may set e.vkArgs.
 func newEnvWith(t *testing.T, network string, setup func(e *env)) *env {
 	t.Helper()
-	rig, kubeconfig, client := rigCluster(t)
+	return newEnvOn(t, testrig.Load(t), network, setup)
+}
+
+// newEnvOn is newEnvWith against rig, one of the rig's sites (see
+// eachSite): the configuration names its login node, host keys, data and
+// socket roots and image, and e.site runs commands there.
+func newEnvOn(t *testing.T, rig *testrig.Rig, network string, setup func(e *env)) *env {
+	t.Helper()
+	_, kubeconfig, client := rigCluster(t)
 	s := suffix()
 	e := &env{t: t, rig: rig, client: client, kubeconfig: kubeconfig,
 		node: "e2e-" + s, ns: "e2e-" + s, image: rig.Get(t, "RIG_IMAGE")}
