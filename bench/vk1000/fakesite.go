@@ -206,6 +206,7 @@ func (f *fakeSite) submit(args []string, stdin io.Reader) ([]byte, error) {
 		return nil, &site.ExitError{Args: args, Code: 1, Stderr: "sbatch: error: the script has no --chdir"}
 	}
 	dir, _, _ = strings.Cut(dir, "\n")
+	dir = strings.Clone(dir) // a substring would keep the whole script
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
@@ -241,7 +242,7 @@ func containerNames(script string) []string {
 		}
 		for _, field := range strings.Fields(rest) {
 			if c, ok := strings.CutSuffix(field, ".exit"); ok && c != "job" {
-				names = append(names, c)
+				names = append(names, strings.Clone(c))
 			}
 		}
 	}
