@@ -229,18 +229,28 @@ func downloadIntact(t *testing.T, addr string) {
 // port once the files are ready.
 func (e *env) httpdPod(name string) int {
 	e.t.Helper()
-	port := 20000 + int(time.Now().UnixNano()%20000)
-	script := fmt.Sprintf(`mkdir -p /tmp/pf-$$ && cd /tmp/pf-$$ && echo served-by-the-job > hello
-head -c 67108864 /dev/urandom > big && sha256sum big > big.sum
-echo files-ready
-busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$
-`, port)
-	e.create(e.pod(name, script))
+	port := httpdPort()
+	e.create(e.pod(name, httpdScript(port)+"wait\n"))
 	e.waitPod(name, "running", 120*time.Second, phaseIs(corev1.PodRunning))
 	e.waitFor("the job's files", 60*time.Second, func() bool {
 		return slices.Contains(e.logs(name, corev1.PodLogOptions{}), "files-ready")
 	})
 	return port
+}
+
+// httpdPort is a port for an httpdScript: one of 20,000, drawn by the
+// clock, so that two tests' jobs on a node hardly ever pick the same.
+func httpdPort() int { return 20000 + int(time.Now().UnixNano()%20000) }
+
+// httpdScript starts a job's script: it writes /hello, /big and /big.sum,
+// logs files-ready, and serves them on the node's 127.0.0.1:port in the
+// background.
+func httpdScript(port int) string {
+	return fmt.Sprintf(`mkdir -p /tmp/pf-$$ && cd /tmp/pf-$$ && echo served-by-the-job > hello
+head -c 67108864 /dev/urandom > big && sha256sum big > big.sum
+echo files-ready
+busybox httpd -f -p 127.0.0.1:%d -h /tmp/pf-$$ &
+`, port)
 }
 
 // download reads path from the HTTP server at addr and returns the sha256

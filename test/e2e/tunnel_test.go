@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice-hpc/sluice/internal/annotations"
 	"github.com/sluice-hpc/sluice/internal/shadow"
+	"github.com/sluice-hpc/sluice/internal/testrig"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +73,9 @@ type tunnelOpts struct {
 	// nodeKnownHosts replaces the rig's pinned node host keys in the
 	// hpc-node-keys ConfigMap when not empty.
 	nodeKnownHosts string
+	// rig is the rig's site the node runs against (see eachSite). If
+	// nil, the first.
+	rig *testrig.Rig
 }
 
 // newTunnelEnv is an env whose node makes shadows (forward and reverse),
@@ -93,7 +97,10 @@ func newTunnelEnv(t *testing.T, opts ...tunnelOpts) *env {
   ShadowMode: ssh
 %s`, keySecret, loginHostKeys, nodeHostKeys, o.ssh, o.reverse, o.network)
 	relay := buildBin(t, "./cmd/sluice-relay")
-	return newEnvWith(t, network, func(e *env) {
+	if o.rig == nil {
+		o.rig = testrig.Load(t)
+	}
+	return newEnvOn(t, o.rig, network, func(e *env) {
 		e.vkArgs = []string{"--namespace", e.ns, "--relay-binary", relay}
 		e.credentials(o.nodeKnownHosts)
 		e.importTunnelImage()
