@@ -15,12 +15,12 @@ COMMA   := ,
 E2E_PARALLEL ?= 4
 VERSION ?=
 
-.PHONY: test unit rig-test e2e vet lint fuzz images release helm schema rig-up rig-down rig-status demo demo-slurm
+.PHONY: test unit rig-test e2e vet lint fuzz images release helm kubectl schema rig-up rig-down rig-status demo demo-slurm
 
 ## test: bring the rig up, then vet, lint, and every test: the unit tests and
 ## the tests against the rig, in one run with the race detector on, then the
 ## end-to-end tests of sluice-vk against the rig's API server and Slurm.
-test: rig-up vet lint helm
+test: rig-up vet lint helm kubectl
 	$(GO) test -race -tags rig -count=1 -timeout 30m $(PKGS)
 	$(GO) test -tags e2e -count=1 -timeout 40m -parallel $(E2E_PARALLEL) -v ./test/e2e/
 
@@ -55,6 +55,11 @@ schema:
 ## once from its Go module (hack/tools/helm) into /var/cache/sluice.
 helm:
 	hack/tools/build.sh helm >/dev/null
+
+## kubectl: the kubectl the e2e tests of exec, attach and port-forward run,
+## built once from its Go module into /var/cache/sluice (Debian 12's is v1.20).
+kubectl:
+	hack/tools/build.sh kubectl >/dev/null
 
 ## fuzz: a short run of every fuzz target (the seed corpora run in `unit`).
 fuzz:

@@ -99,6 +99,9 @@ func TestElectOneLeaderAndHandover(t *testing.T) {
 		t.Fatal("b does not take over within 2s of a's release")
 	}
 	t.Logf("takeover after a released the lease: %s", time.Since(start).Round(time.Millisecond))
+	// client-go calls OnNewLeader in a goroutine of its own, which may run
+	// after OnStartedLeading: the count of changes can lag the takeover
+	waitUntil(t, func() bool { return b.health.LeaderChanges() > 0 })
 	if !b.health.Leading() || b.health.LeaderChanges() != 1 {
 		t.Errorf("b after the takeover: leading %v, %d leader changes; want leading, 1", b.health.Leading(), b.health.LeaderChanges())
 	}

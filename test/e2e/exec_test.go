@@ -31,11 +31,18 @@ const kubectlBin = "/var/cache/sluice/kubectl-v0.37.2/kubectl"
 
 // kubectl runs the rig's kubectl on the test's namespace and returns its
 // output and exit code.
+// needKubectl skips the test without the rig's kubectl, and fails it under
+// CI, where make test builds it (make kubectl).
+func needKubectl(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(kubectlBin); err != nil {
+		testrig.Unavailable(t, fmt.Sprintf("no kubectl at %s (make kubectl)", kubectlBin))
+	}
+}
+
 func (e *env) kubectl(args ...string) (string, int) {
 	e.t.Helper()
-	if _, err := os.Stat(kubectlBin); err != nil {
-		e.t.Skipf("no kubectl at %s (hack/tools/build.sh kubectl)", kubectlBin)
-	}
+	needKubectl(e.t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", e.kubeconfig, "-n", e.ns}, args...)...)
@@ -193,9 +200,7 @@ func TestExecKilledKubectlLeavesNothing(t *testing.T) {
 	e.execPod("kill")
 	job := e.jobID("kill")
 	marker := fmt.Sprintf("%d", 7000+time.Now().UnixNano()%1000)
-	if _, err := os.Stat(kubectlBin); err != nil {
-		t.Skipf("no kubectl at %s", kubectlBin)
-	}
+	needKubectl(t)
 	for _, stdinOpen := range []bool{false, true} {
 		args := []string{"--kubeconfig", e.kubeconfig, "-n", e.ns, "exec", "kill", "--", "sleep", marker}
 		if stdinOpen {
