@@ -124,12 +124,15 @@ func startRigGateway(t *testing.T, r *testrig.Rig, prefix, job string, port int)
 	writeFile(t, g.knownHosts, knownHostsLine)
 
 	// The site's fields are checked even with the gateway on, though the
-	// shadow uses none of them.
+	// shadow uses none of them. No SocketDirRoot: the job here is a plain
+	// listener on the node's loopback, without the relay whose forward
+	// entry a pod's forward goes through where the site has a socket root
+	// (internal/gateway's forward_entry_rig_test tests that path).
 	spec := shadow.Spec{
 		LoginHost: "10.251.1.2", LoginPort: 2222, User: "alice",
 		KeySecret: "hpc-ssh-key", LoginHostKeys: "hpc-known-hosts", NodeHostKeys: "hpc-node-keys",
 		NodeName: "rig-" + prefix + "-" + sfx, CredentialsNamespace: credNS,
-		TunnelImage: r.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), ForwardTarget: "node", SocketDirRoot: "/tmp/sluice-sock",
+		TunnelImage: r.Get(t, "RIG_K8S_BUSYBOX_IMAGE"), ForwardTarget: "node",
 		GatewayAddress: g.addr, GatewayHostKeys: hosts.Name,
 	}
 	g.manager = &shadow.Manager{Client: c, Spec: spec, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
