@@ -19,6 +19,7 @@ func TestPortForwardOverSrun(t *testing.T) {
 	e := newEnvWith(t, "    Reverse:\n      NodeExec: srun\n", func(e *env) {
 		e.vkArgs = []string{"--relay-binary", relay}
 	})
+	e.waitNoNodeSessions()
 	port := e.httpdPod("pfs")
 	job := e.jobID("pfs")
 	user := e.rig.Get(t, "RIG_USER")

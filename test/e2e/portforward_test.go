@@ -95,6 +95,7 @@ func (e *env) portForward(rc *rest.Config, pod string, port int, websocket bool)
 // on ends the connection with an error instead of a hang.
 func TestPortForwardToTheJobsLoopback(t *testing.T) {
 	e := newStreamEnv(t)
+	e.waitNoNodeSessions()
 	port := e.httpdPod("pf")
 	rc := e.restConfig()
 
@@ -236,6 +237,24 @@ func (e *env) httpdPod(name string) int {
 		return slices.Contains(e.logs(name, corev1.PodLogOptions{}), "files-ready")
 	})
 	return port
+}
+
+// waitNoNodeSessions waits until the site account has no sshd session on
+// the node: a test that counts them must not count those of the serial
+// tests before it, which can outlive their test by a while (a session
+// forwarded by a login sshd that the outage test stopped ends only when
+// its connection times out).
+func (e *env) waitNoNodeSessions() {
+	e.t.Helper()
+	user := e.rig.Get(e.t, "RIG_USER")
+	start := time.Now()
+	e.waitFor("no sshd session of the site account left on the node by earlier tests", 2*time.Minute, func() bool {
+		pids, err := sessionPids(nodeNetns, user)
+		return err == nil && len(pids) == 0
+	})
+	if d := time.Since(start); d > time.Second {
+		e.t.Logf("waited %v for earlier tests' sshd sessions on the node to end", d.Round(100*time.Millisecond))
+	}
 }
 
 // httpdPort is a port for an httpdScript: one of 20,000, drawn by the
